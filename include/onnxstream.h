@@ -1,0 +1,334 @@
+/*
+ * onnxstream.h - the public, stable C API of libonnxstream.
+ *
+ * onnxstream runs neural networks stored in OnnxStream's model.txt format (one operation per line plus
+ * one .bin file per weight) op by op, fetching each op's weights just before it runs and freeing every
+ * intermediate tensor after its last use, so peak memory is about one op's weights plus live activations.
+ *
+ * Conventions used throughout this header:
+ *   - Every fallible function returns onnxstream_status_t; ONNXSTREAM_OK (0) means success. On failure a
+ *     human readable message is available from onnxstream_model_last_error() (for calls that have a model)
+ *     or onnxstream_last_error() (thread-local; always set, including for calls that failed before a
+ *     model existed).
+ *   - No function aborts, exits or prints; nothing is written to stdout/stderr unless a log callback asks.
+ *   - A model handle is not thread-safe: use one handle from one thread at a time. Different handles
+ *     are independent and may be used concurrently.
+ *   - Structs that may grow start with `uint32_t struct_size`; fill it with sizeof(struct) (the *_init
+ *     functions do this). The library reads only the fields that fit in struct_size.
+ */
+#ifndef ONNXSTREAM_H
+#define ONNXSTREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ONNXSTREAM_VERSION_MAJOR 0
+#define ONNXSTREAM_VERSION_MINOR 1
+#define ONNXSTREAM_VERSION_PATCH 0
+#define ONNXSTREAM_VERSION \
+    (ONNXSTREAM_VERSION_MAJOR * 10000 + ONNXSTREAM_VERSION_MINOR * 100 + ONNXSTREAM_VERSION_PATCH)
+
+#if defined(_WIN32)
+#define ONNXSTREAM_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define ONNXSTREAM_API __attribute__((visibility("default")))
+#else
+#define ONNXSTREAM_API
+#endif
+
+#if defined(__GNUC__)
+#define ONNXSTREAM_NODISCARD __attribute__((warn_unused_result))
+#else
+#define ONNXSTREAM_NODISCARD
+#endif
+
+/** Status codes. Values are fixed and only ever appended to. */
+typedef enum onnxstream_status {
+    ONNXSTREAM_OK = 0,
+    ONNXSTREAM_ERR_INVALID_ARGUMENT = 1, /**< a NULL pointer, a bad size, an unknown name or option */
+    ONNXSTREAM_ERR_INVALID_MODEL = 2,    /**< model.txt does not parse, or shapes/dtypes do not check */
+    ONNXSTREAM_ERR_IO = 3,               /**< a file is missing, unreadable, truncated or too large */
+    ONNXSTREAM_ERR_UNSUPPORTED = 4,      /**< an operator or attribute value this engine does not run */
+    ONNXSTREAM_ERR_OUT_OF_MEMORY = 5,
+    ONNXSTREAM_ERR_CALLBACK = 6,   /**< a host callback (weights provider) returned an error */
+    ONNXSTREAM_ERR_CANCELLED = 7,  /**< the progress callback asked to stop */
+    ONNXSTREAM_ERR_BAD_STATE = 8,  /**< the call is not valid now (e.g. run before load) */
+    ONNXSTREAM_ERR_INTERNAL = 9    /**< a bug in onnxstream or a kernel library; please report it */
+} onnxstream_status_t;
+
+/** Element types. Values are fixed and only ever appended to. */
+typedef enum onnxstream_dtype {
+    ONNXSTREAM_DTYPE_FLOAT32 = 1,
+    ONNXSTREAM_DTYPE_FLOAT16 = 2,
+    ONNXSTREAM_DTYPE_INT64 = 3,
+    ONNXSTREAM_DTYPE_UINT8 = 4,
+    ONNXSTREAM_DTYPE_INT8 = 5,
+    ONNXSTREAM_DTYPE_INT32 = 6,
+    ONNXSTREAM_DTYPE_BOOL = 7 /**< one byte per element, 0 or 1 */
+} onnxstream_dtype_t;
+
+/** Built-in weights providers. */
+typedef enum onnxstream_provider_kind {
+    ONNXSTREAM_PROVIDER_NOCACHE = 0,  /**< read each weight file when its op runs, free it after */
+    ONNXSTREAM_PROVIDER_PREFETCH = 1, /**< like nocache, but a background thread reads ahead (default) */
+    ONNXSTREAM_PROVIDER_MMAP = 2,     /**< map weight files; pages are file-backed and shared */
+    ONNXSTREAM_PROVIDER_RAM = 3       /**< read once, keep every weight in memory for later runs */
+} onnxstream_provider_kind_t;
+
+typedef struct onnxstream_model onnxstream_model_t;
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Version and errors                                                                                */
+
+/** Runtime version, encoded like ONNXSTREAM_VERSION; compare with the macro to detect header skew. */
+ONNXSTREAM_API uint32_t onnxstream_version(void);
+/** Runtime version as "MAJOR.MINOR.PATCH". Static storage, never NULL. */
+ONNXSTREAM_API const char *onnxstream_version_string(void);
+/** Name of a status ("ONNXSTREAM_ERR_IO"); "ONNXSTREAM_UNKNOWN_STATUS" for values this version lacks. */
+ONNXSTREAM_API const char *onnxstream_status_name(onnxstream_status_t status);
+/** Name of a dtype as written in model.txt ("float32"); "unknown" for values this version lacks. */
+ONNXSTREAM_API const char *onnxstream_dtype_name(onnxstream_dtype_t dtype);
+/** Size in bytes of one element of dtype, or 0 for unknown values. */
+ONNXSTREAM_API size_t onnxstream_dtype_size(onnxstream_dtype_t dtype);
+/**
+ * Message of the last failed call made on this thread (any function, with or without a model).
+ * Never NULL ("" if no call failed yet). Valid until the next failing call on this thread.
+ */
+ONNXSTREAM_API const char *onnxstream_last_error(void);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Options                                                                                           */
+
+/** Option flags (bit set in onnxstream_model_options_t.flags). */
+#define ONNXSTREAM_FLAG_KEEP_ALL_OUTPUTS 0x1u /**< reserved for future use; must be 0 for now */
+
+typedef struct onnxstream_model_options {
+    uint32_t struct_size; /**< sizeof(onnxstream_model_options_t); set by onnxstream_model_options_init */
+    int32_t threads;      /**< worker threads; 0 = one per core (default) */
+    int32_t provider;     /**< an onnxstream_provider_kind_t; default ONNXSTREAM_PROVIDER_PREFETCH */
+    uint32_t flags;       /**< ONNXSTREAM_FLAG_* bits; default 0 */
+    uint64_t prefetch_bytes; /**< read-ahead budget of the prefetch provider; 0 = default (64 MiB) */
+} onnxstream_model_options_t;
+
+/** Fill *options with defaults and struct_size. Safe to call with NULL (does nothing). */
+ONNXSTREAM_API void onnxstream_model_options_init(onnxstream_model_options_t *options);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Model lifecycle                                                                                   */
+
+/**
+ * Create an empty model. options may be NULL (defaults). On success *out receives the handle, which
+ * must be released with onnxstream_model_destroy.
+ * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT out is NULL, options->struct_size is 0, or an option is bad.
+ * @retval ONNXSTREAM_ERR_OUT_OF_MEMORY
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
+onnxstream_model_create(const onnxstream_model_options_t *options, onnxstream_model_t **out);
+
+/** Destroy a model and everything it owns (outputs views become invalid). NULL is a no-op. */
+ONNXSTREAM_API void onnxstream_model_destroy(onnxstream_model_t *model);
+
+/**
+ * Message of the last failed call on this model ("" if none). Valid until the next call on the model.
+ * Returns "" for a NULL model.
+ */
+ONNXSTREAM_API const char *onnxstream_model_last_error(const onnxstream_model_t *model);
+
+/**
+ * Load a model from a folder containing model.txt, or from the path of a model.txt file; weight files
+ * are looked up next to model.txt. Parses and checks the whole file; with a file-based provider also
+ * checks that every weight file exists with the declared size.
+ * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT model or path is NULL.
+ * @retval ONNXSTREAM_ERR_IO               model.txt or a weight file is missing or has the wrong size.
+ * @retval ONNXSTREAM_ERR_INVALID_MODEL    a line does not parse (message names file:line:column).
+ * @retval ONNXSTREAM_ERR_UNSUPPORTED      an operator type is unknown to this engine.
+ * @retval ONNXSTREAM_ERR_BAD_STATE        a model was already loaded into this handle.
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
+onnxstream_model_load(onnxstream_model_t *model, const char *path);
+
+/**
+ * Load a model from model.txt text held in memory. Weight file names are resolved against
+ * weights_dir (may be NULL when a custom weights provider serves every weight).
+ * Same statuses as onnxstream_model_load.
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
+onnxstream_model_load_string(onnxstream_model_t *model, const char *model_txt, const char *weights_dir);
+
+/**
+ * Keep a tensor as an output even though later ops consume it. Call before the run; name may be the
+ * escaped model.txt spelling ("input_2E_1") or the original one ("input.1").
+ * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT NULL arguments or no tensor of that name.
+ * @retval ONNXSTREAM_ERR_BAD_STATE        no model loaded yet.
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
+onnxstream_model_add_output(onnxstream_model_t *model, const char *name);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Weights providers                                                                                 */
+
+/** What a weights provider is asked for. Valid only during the callback. */
+typedef struct onnxstream_weight_request {
+    uint32_t struct_size;
+    const char *file;         /**< weight file name as written in model.txt (unescaped form is not used) */
+    onnxstream_dtype_t dtype; /**< element type of the file's contents */
+    size_t rank;
+    const int64_t *shape;     /**< rank dimensions */
+    size_t byte_size;         /**< exact number of bytes expected */
+    char *error_message;      /**< the callback may write a NUL-terminated reason here on failure */
+    size_t error_message_capacity;
+} onnxstream_weight_request_t;
+
+/**
+ * A host-implemented weights source. The model copies this struct, so it may live on the stack.
+ * Callbacks are called from the thread that runs the model, except prefetch, which may be called from
+ * the model's prefetch thread; for one model they are never called concurrently.
+ * A non-OK return fails the run with ONNXSTREAM_ERR_CALLBACK and a message naming the weight file and
+ * including req->error_message; the model stays usable.
+ */
+typedef struct onnxstream_weights_provider {
+    uint32_t struct_size; /**< sizeof(onnxstream_weights_provider_t) */
+    /** Required: copy exactly req->byte_size bytes into dst. */
+    onnxstream_status_t (*read)(void *user_data, const onnxstream_weight_request_t *req, void *dst);
+    /**
+     * Optional zero-copy path: set *data to req->byte_size readable bytes that stay valid until
+     * release(user_data, *token) is called (after the op that uses them). When acquire is set, read
+     * is not used.
+     */
+    onnxstream_status_t (*acquire)(void *user_data, const onnxstream_weight_request_t *req,
+                                   const void **data, void **token);
+    void (*release)(void *user_data, void *token);
+    /** Optional hint: this weight will be requested soon (called in execution order). */
+    void (*prefetch)(void *user_data, const onnxstream_weight_request_t *req);
+    /** Optional: called exactly once when the model no longer needs user_data. */
+    void (*destroy)(void *user_data);
+} onnxstream_weights_provider_t;
+
+/**
+ * Serve every weight through host callbacks instead of the built-in provider. May be called before or
+ * after load, not during a run. Replacing a provider calls the old one's destroy.
+ * If this call fails, the provider is not taken and destroy is not called.
+ * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT model/provider NULL, struct_size 0, read and acquire both
+ *         NULL, or acquire without release.
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t onnxstream_model_set_weights_provider(
+    onnxstream_model_t *model, const onnxstream_weights_provider_t *provider, void *user_data);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Tensors and running                                                                               */
+
+/**
+ * Set a graph input. The data is copied; byte_size must equal dtype size x product(shape), and shape
+ * and dtype must match the model's declaration of the input when one exists. name may be escaped or
+ * original. Pushed inputs stay set for later runs until pushed again.
+ * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT NULL pointers, unknown input name, bad dtype, shape or size.
+ * @retval ONNXSTREAM_ERR_BAD_STATE        no model loaded.
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
+onnxstream_model_push_tensor(onnxstream_model_t *model, const char *name, onnxstream_dtype_t dtype,
+                             size_t rank, const int64_t *shape, const void *data, size_t byte_size);
+
+/** Progress report passed to the progress callback. Valid only during the callback. */
+typedef struct onnxstream_progress {
+    uint32_t struct_size;
+    size_t op_index;     /**< index of the op that just finished (0-based) */
+    size_t op_count;
+    const char *op_name; /**< as written in model.txt */
+    const char *op_type;
+    uint64_t elapsed_us; /**< time spent in this op, including weight fetch */
+    uint64_t current_bytes; /**< tensor bytes alive after the op */
+    uint64_t peak_bytes;    /**< tensor high-water mark of this run so far */
+} onnxstream_progress_t;
+
+/** Called after every op. Return nonzero to cancel the run (ONNXSTREAM_ERR_CANCELLED). */
+typedef int (*onnxstream_progress_fn)(void *user_data, const onnxstream_progress_t *progress);
+
+/** Set (or clear with fn = NULL) the progress callback. @retval ONNXSTREAM_ERR_INVALID_ARGUMENT */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
+onnxstream_model_set_progress_callback(onnxstream_model_t *model, onnxstream_progress_fn fn, void *user_data);
+
+typedef enum onnxstream_log_level {
+    ONNXSTREAM_LOG_DEBUG = 0,
+    ONNXSTREAM_LOG_INFO = 1,
+    ONNXSTREAM_LOG_WARNING = 2,
+    ONNXSTREAM_LOG_ERROR = 3
+} onnxstream_log_level_t;
+
+typedef void (*onnxstream_log_fn)(void *user_data, onnxstream_log_level_t level, const char *message);
+
+/** Route this model's diagnostics at min_level and above to fn (NULL = silent, the default). */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t onnxstream_model_set_log_callback(
+    onnxstream_model_t *model, onnxstream_log_fn fn, void *user_data, onnxstream_log_level_t min_level);
+
+/**
+ * Run the model on the pushed inputs. Checks every input is present and every shape/dtype in the graph
+ * before the first op runs. On failure (including cancellation) the model stays usable: intermediate
+ * tensors are freed and a later run starts from scratch.
+ * @retval ONNXSTREAM_ERR_BAD_STATE        no model loaded, or an input was not pushed.
+ * @retval ONNXSTREAM_ERR_INVALID_MODEL    shape/dtype check failed (message names model.txt line).
+ * @retval ONNXSTREAM_ERR_IO / _CALLBACK   a weight could not be fetched.
+ * @retval ONNXSTREAM_ERR_CANCELLED        the progress callback returned nonzero.
+ * @retval ONNXSTREAM_ERR_UNSUPPORTED      an attribute combination this engine does not run.
+ * @retval ONNXSTREAM_ERR_OUT_OF_MEMORY
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t onnxstream_model_run(onnxstream_model_t *model);
+
+/** A read-only view of an output tensor. */
+typedef struct onnxstream_tensor_view {
+    uint32_t struct_size;
+    const char *name; /**< escaped model.txt spelling */
+    onnxstream_dtype_t dtype;
+    size_t rank;
+    const int64_t *shape;
+    const void *data;
+    size_t byte_size;
+} onnxstream_tensor_view_t;
+
+/** Number of graph inputs (tensors that no op produces) of the loaded model; 0 if none is loaded. */
+ONNXSTREAM_API size_t onnxstream_model_input_count(const onnxstream_model_t *model);
+
+/**
+ * Describe graph input number index: name (escaped), rank and shape as declared in model.txt, data NULL.
+ * model.txt does not record activation dtypes: dtype is the dtype of the last pushed tensor, or
+ * ONNXSTREAM_DTYPE_FLOAT32 before one is pushed. Valid until the model is destroyed.
+ * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT NULL pointers, struct_size 0, index out of range.
+ * @retval ONNXSTREAM_ERR_BAD_STATE        no model loaded.
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
+onnxstream_model_get_input(onnxstream_model_t *model, size_t index, onnxstream_tensor_view_t *view);
+
+/** Number of outputs of the last successful run (0 before one). NULL model -> 0. */
+ONNXSTREAM_API size_t onnxstream_model_output_count(const onnxstream_model_t *model);
+
+/**
+ * Fill *view with output number index of the last successful run. The view (name, shape, data) stays
+ * valid until the next run, load or destroy of this model. view->struct_size must be set by the caller.
+ * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT NULL pointers, struct_size 0, or index out of range.
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
+onnxstream_model_get_output(onnxstream_model_t *model, size_t index, onnxstream_tensor_view_t *view);
+
+/** Same as onnxstream_model_get_output, by name (escaped or original spelling). */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t onnxstream_model_get_output_by_name(
+    onnxstream_model_t *model, const char *name, onnxstream_tensor_view_t *view);
+
+/** Memory statistics of the model's tracked tensor allocator. */
+typedef struct onnxstream_memory_stats {
+    uint32_t struct_size;
+    uint64_t current_bytes; /**< tensor bytes alive now (outputs of the last run, pushed inputs, caches) */
+    uint64_t peak_bytes;    /**< high-water mark since the last reset */
+} onnxstream_memory_stats_t;
+
+/** Read the memory statistics; reset_peak != 0 restarts the high-water mark from current_bytes. */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
+onnxstream_model_memory_stats(onnxstream_model_t *model, onnxstream_memory_stats_t *stats, int reset_peak);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ONNXSTREAM_H */

@@ -1,0 +1,89 @@
+#include "exec/executor.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "util/error.h"
+
+namespace onnxstream {
+
+namespace {
+Tensor padded_copy(const Tensor &t, const Allocator &alloc) {
+    Tensor copy = make_tensor(alloc, t.dtype(), t.shape());
+    copy.set_layout(t.layout());
+    copy.set_quant(t.quant());
+    std::memcpy(copy.raw(), t.raw(), t.byte_size());
+    return copy;
+}
+
+// Ends the provider's run however execute() exits.
+struct RunScope {
+    WeightsProvider &provider;
+    RunScope(WeightsProvider &p, const std::vector<WeightSpec> &order, const Allocator &alloc) : provider(p) {
+        provider.begin_run(order, alloc);
+    }
+    ~RunScope() { provider.end_run(); }
+};
+} // namespace
+
+std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vector<Tensor> &inputs,
+                            WeightsProvider &provider, const Allocator &alloc, pthreadpool_t pool,
+                            const ProgressFn &progress) {
+    std::vector<Tensor> live(graph.values().size());
+    for (size_t i = 0; i < graph.inputs().size(); ++i) live[static_cast<size_t>(graph.inputs()[i])] = inputs.at(i);
+
+    RunScope scope(provider, plan.fetch_order, alloc);
+    const auto &nodes = graph.nodes();
+    for (const Node &node : nodes) {
+        auto start = std::chrono::steady_clock::now();
+        std::vector<Tensor> weights; // alive for the duration of this op only
+        std::vector<const Tensor *> in_ptrs;
+        weights.reserve(node.inputs.size());
+        for (const NodeInput &in : node.inputs) {
+            if (in.kind == NodeInput::Value) {
+                const Tensor &t = live[static_cast<size_t>(in.value)];
+                if (t.empty())
+                    fail(ONNXSTREAM_ERR_INTERNAL, node.where, ": input '", graph.values()[static_cast<size_t>(in.value)].name,
+                         "' is not available");
+                in_ptrs.push_back(&t);
+            } else if (in.kind == NodeInput::Weight) {
+                Tensor w = provider.fetch(in.weight, alloc);
+                if (!w.storage()->padded() && !node.def->reads_weights_exactly) w = padded_copy(w, alloc);
+                weights.push_back(std::move(w));
+                in_ptrs.push_back(&weights.back());
+            } else {
+                in_ptrs.push_back(nullptr);
+            }
+        }
+        const auto &out_infos = plan.node_outputs[static_cast<size_t>(node.index)];
+        RunContext ctx(node.view(), std::move(in_ptrs), out_infos, alloc, pool);
+        node.def->run(ctx);
+        weights.clear();
+
+        for (size_t k = 0; k < node.outputs.size(); ++k) {
+            Tensor &out = ctx.output(k);
+            const Value &v = graph.values()[static_cast<size_t>(node.outputs[k])];
+            if (out.empty()) fail(ONNXSTREAM_ERR_INTERNAL, node.where, ": output '", v.name, "' was not produced");
+            if (out.dtype() != out_infos[k].dtype || out.shape() != out_infos[k].shape)
+                fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": output '", v.name, "' came out as ",
+                     dtype_name(out.dtype()), " ", shape_str(out.shape()), " but the plan expects ",
+                     dtype_name(out_infos[k].dtype), " ", shape_str(out_infos[k].shape),
+                     " (a data-dependent shape differs from model.txt's declaration)");
+            live[static_cast<size_t>(node.outputs[k])] = std::move(out);
+        }
+        for (int v : plan.free_after[static_cast<size_t>(node.index)]) live[static_cast<size_t>(v)] = Tensor();
+
+        if (progress) {
+            auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
+            OpProgress p{static_cast<size_t>(node.index), nodes.size(), node.line, static_cast<uint64_t>(us.count()),
+                         alloc.current_bytes(), alloc.peak_bytes()};
+            if (progress(p))
+                fail(ONNXSTREAM_ERR_CANCELLED, "run cancelled by the progress callback after ", node.where);
+        }
+    }
+    std::vector<Tensor> outputs;
+    for (int v : graph.outputs()) outputs.push_back(live[static_cast<size_t>(v)]);
+    return outputs;
+}
+
+} // namespace onnxstream

@@ -1,0 +1,29 @@
+// Runs a planned graph op by op: fetch the op's weights, run it, drop the weights, free every tensor
+// whose last consumer has run, report progress.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "graph/planner.h"
+#include "weights/provider.h"
+
+namespace onnxstream {
+
+struct OpProgress {
+    size_t op_index, op_count;
+    const OpLine *line;
+    uint64_t elapsed_us;
+    uint64_t current_bytes, peak_bytes;
+};
+// Return true to cancel the run.
+using ProgressFn = std::function<bool(const OpProgress &)>;
+
+// inputs: one tensor per graph input (graph.inputs() order). Returns one tensor per graph output
+// (graph.outputs() order). Throws Error; all intermediates are released on any exit.
+std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vector<Tensor> &inputs,
+                            WeightsProvider &provider, const Allocator &alloc, pthreadpool_t pool,
+                            const ProgressFn &progress);
+
+} // namespace onnxstream

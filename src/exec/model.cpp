@@ -1,0 +1,155 @@
+#include "exec/model.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "graph/model_txt.h"
+#include "util/error.h"
+#include "util/strings.h"
+#include "xnnpack/init.h"
+
+namespace onnxstream {
+
+namespace {
+std::unique_ptr<WeightsProvider> make_builtin_provider(const ModelOptions &o) {
+    switch (o.provider) {
+    case ONNXSTREAM_PROVIDER_NOCACHE: return make_nocache_provider();
+    case ONNXSTREAM_PROVIDER_PREFETCH: return make_prefetch_provider(o.prefetch_bytes);
+    case ONNXSTREAM_PROVIDER_MMAP: return make_mmap_provider();
+    case ONNXSTREAM_PROVIDER_RAM: return make_ram_provider();
+    }
+    fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "unknown provider kind ", static_cast<int>(o.provider));
+}
+
+// Constants for shape inference are only loaded when small; bigger ones fall back to model.txt's
+// declared shapes.
+constexpr size_t kMaxInferenceConstantBytes = 1 << 20;
+} // namespace
+
+Model::Model(const ModelOptions &options)
+    : options_(options), pool_(options.threads), provider_(make_builtin_provider(options)) {
+    init_kernels();
+}
+
+Model::~Model() = default;
+
+const Graph &Model::graph() const {
+    if (!graph_) fail(ONNXSTREAM_ERR_BAD_STATE, "no model is loaded");
+    return *graph_;
+}
+
+void Model::load_file(const std::string &path) {
+    std::string file = path;
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) file = (ends_with(path, "/") ? path : path + "/") + "model.txt";
+    std::ifstream in(file, std::ios::binary);
+    if (!in) fail(ONNXSTREAM_ERR_IO, "cannot open ", file, ": ", std::strerror(errno));
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) fail(ONNXSTREAM_ERR_IO, "cannot read ", file);
+    size_t slash = file.rfind('/');
+    load_string(text.str(), slash == std::string::npos ? "." : file.substr(0, slash), file);
+}
+
+void Model::load_string(const std::string &text, const std::string &weights_dir, const std::string &source) {
+    if (graph_) fail(ONNXSTREAM_ERR_BAD_STATE, "a model is already loaded in this handle; create a new one");
+    auto graph = std::make_unique<Graph>(parse_model_txt(text, source), source);
+    if (!custom_provider_) {
+        for (const Node &node : graph->nodes())
+            for (const NodeInput &in : node.inputs) {
+                if (in.kind != NodeInput::Weight) continue;
+                if (weights_dir.empty())
+                    fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, node.where, ": needs weight file ", in.weight.file,
+                         " but no weights folder was given");
+                provider_->set_folder(weights_dir);
+                provider_->validate(in.weight);
+            }
+    }
+    folder_ = weights_dir;
+    provider_->set_folder(folder_);
+    graph_ = std::move(graph);
+    inputs_.assign(graph_->inputs().size(), Tensor());
+    log(ONNXSTREAM_LOG_INFO, cat("loaded ", source, ": ", graph_->nodes().size(), " ops, ", graph_->inputs().size(),
+                                 " inputs, ", graph_->outputs().size(), " outputs"));
+}
+
+void Model::set_provider(std::unique_ptr<WeightsProvider> provider) {
+    provider_ = std::move(provider);
+    provider_->set_folder(folder_);
+    custom_provider_ = true;
+}
+
+void Model::add_output(const std::string &name) {
+    int v = graph().find_value(name);
+    if (v < 0) fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "no tensor named '", name, "' in the model");
+    graph_->add_output(v);
+    plans_.clear();
+}
+
+int Model::input_index(const std::string &name) const {
+    int v = graph().find_value(name);
+    const auto &ins = graph_->inputs();
+    for (size_t i = 0; i < ins.size(); ++i)
+        if (ins[i] == v) return static_cast<int>(i);
+    std::string names;
+    for (int in : ins) names += cat(names.empty() ? "" : ", ", graph_->values()[static_cast<size_t>(in)].name);
+    fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "'", name, "' is not an input of the model (inputs: ", names, ")");
+}
+
+void Model::push_input(const std::string &name, DType dtype, const Shape &shape, const void *data, size_t bytes) {
+    int i = input_index(name);
+    const Value &v = graph_->values()[static_cast<size_t>(graph_->inputs()[static_cast<size_t>(i)])];
+    if (shape != v.declared_shape)
+        fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "input '", v.name, "' has shape ", shape_str(shape),
+             " but the model declares ", shape_str(v.declared_shape));
+    size_t expected = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+    if (bytes != expected)
+        fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "input '", v.name, "': byte_size is ", bytes, " but ", dtype_name(dtype),
+             " ", shape_str(shape), " needs ", expected);
+    Tensor t = make_tensor(alloc_, dtype, shape);
+    if (bytes) std::memcpy(t.raw(), data, bytes);
+    inputs_[static_cast<size_t>(i)] = std::move(t);
+}
+
+const Plan &Model::plan_for_inputs() {
+    std::vector<int> key;
+    std::vector<TensorInfo> infos;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+        if (inputs_[i].empty())
+            fail(ONNXSTREAM_ERR_BAD_STATE, "input '", graph_->values()[static_cast<size_t>(graph_->inputs()[i])].name,
+                 "' was not pushed before the run");
+        key.push_back(static_cast<int>(inputs_[i].dtype()));
+        infos.push_back(inputs_[i].info());
+    }
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second;
+    auto load_constant = [this](const WeightSpec &spec) -> Tensor {
+        if (spec.byte_size() > kMaxInferenceConstantBytes) return Tensor();
+        return provider_->fetch(spec, alloc_);
+    };
+    return plans_.emplace(key, make_plan(*graph_, infos, load_constant)).first->second;
+}
+
+void Model::run(const ProgressFn &progress) {
+    graph();
+    outputs_.clear();
+    const Plan &plan = plan_for_inputs();
+    outputs_ = execute(*graph_, plan, inputs_, *provider_, alloc_, pool_.get(), progress);
+}
+
+const std::string &Model::output_name(size_t i) const {
+    return graph().values()[static_cast<size_t>(graph_->outputs().at(i))].name;
+}
+
+int Model::find_output(const std::string &name) const {
+    int v = graph().find_value(name);
+    const auto &outs = graph_->outputs();
+    for (size_t i = 0; i < outs.size() && i < outputs_.size(); ++i)
+        if (outs[i] == v) return static_cast<int>(i);
+    return -1;
+}
+
+} // namespace onnxstream

@@ -1,0 +1,82 @@
+// The engine behind one onnxstream_model_t: a loaded graph, its weights provider, thread pool, tracked
+// allocator, pushed inputs and the outputs of the last run. The C API is thin glue over this class.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exec/executor.h"
+#include "exec/threadpool.h"
+#include "graph/graph.h"
+#include "graph/planner.h"
+#include "weights/provider.h"
+
+namespace onnxstream {
+
+struct ModelOptions {
+    size_t threads = 0;
+    onnxstream_provider_kind_t provider = ONNXSTREAM_PROVIDER_PREFETCH;
+    uint64_t prefetch_bytes = 64ull << 20;
+};
+
+using LogFn = std::function<void(onnxstream_log_level_t, const std::string &)>;
+
+class Model {
+public:
+    explicit Model(const ModelOptions &options);
+    ~Model();
+
+    // A folder containing model.txt, or a model.txt path.
+    void load_file(const std::string &path);
+    void load_string(const std::string &text, const std::string &weights_dir, const std::string &source);
+    bool loaded() const { return graph_ != nullptr; }
+    const Graph &graph() const;
+
+    // Replace the weights provider (a host callback provider). Keeps the folder.
+    void set_provider(std::unique_ptr<WeightsProvider> provider);
+    void add_output(const std::string &name);
+    void push_input(const std::string &name, DType dtype, const Shape &shape, const void *data, size_t bytes);
+    void run(const ProgressFn &progress);
+
+    // The last pushed tensor of graph input i (empty before a push).
+    const Tensor &pushed_input(size_t i) const { return inputs_.at(i); }
+
+    // Outputs of the last successful run, in graph.outputs() order.
+    const std::vector<Tensor> &outputs() const { return outputs_; }
+    const std::string &output_name(size_t i) const;
+    // Index of an output by escaped or original name, or -1.
+    int find_output(const std::string &name) const;
+
+    Allocator &allocator() { return alloc_; }
+    size_t threads() const { return pool_.threads(); }
+    void set_log(LogFn fn, onnxstream_log_level_t min_level) {
+        log_ = std::move(fn);
+        log_level_ = min_level;
+    }
+    void log(onnxstream_log_level_t level, const std::string &message) const {
+        if (log_ && level >= log_level_) log_(level, message);
+    }
+
+private:
+    int input_index(const std::string &name) const;
+    const Plan &plan_for_inputs();
+
+    ModelOptions options_;
+    ThreadPool pool_;
+    Allocator alloc_;
+    std::unique_ptr<WeightsProvider> provider_;
+    bool custom_provider_ = false;
+    std::string folder_;
+    std::unique_ptr<Graph> graph_;
+    std::vector<Tensor> inputs_; // per graph input; empty until pushed
+    std::map<std::vector<int>, Plan> plans_; // by input dtypes
+    std::vector<Tensor> outputs_;
+    LogFn log_;
+    onnxstream_log_level_t log_level_ = ONNXSTREAM_LOG_WARNING;
+};
+
+} // namespace onnxstream

@@ -1,0 +1,112 @@
+#include "graph/graph.h"
+
+#include <algorithm>
+#include <map>
+
+#include "ops/registry.h"
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace onnxstream {
+
+bool is_safe_weight_file_name(const std::string &file) {
+    if (file.empty() || file == "." || file == "..") return false;
+    if (file.find('/') != std::string::npos || file.find('\\') != std::string::npos) return false;
+    if (file.find('\0') != std::string::npos || file.find(':') != std::string::npos) return false;
+    return true;
+}
+
+Graph::Graph(ModelText text, const std::string &source) : text_(std::move(text)), source_(source) {
+    const Registry &registry = Registry::builtin();
+    std::map<std::string, std::pair<int, std::string>> unknown; // type -> (count, first op)
+    nodes_.reserve(text_.ops.size());
+    auto intern = [&](const TensorRef &ref, const OpLine &op) -> int {
+        auto it = by_name_.find(ref.name);
+        if (it != by_name_.end()) {
+            Value &v = values_[static_cast<size_t>(it->second)];
+            if (v.declared_shape != ref.shape)
+                fail(ONNXSTREAM_ERR_INVALID_MODEL, source_, ":", op.line, ":", ref.column, ": tensor '", ref.name,
+                     "' is declared ", shape_str(ref.shape), " here but ", shape_str(v.declared_shape), " before");
+            return it->second;
+        }
+        int id = static_cast<int>(values_.size());
+        values_.push_back({ref.name, ref.shape, -1, {}});
+        by_name_[ref.name] = id;
+        return id;
+    };
+
+    for (size_t i = 0; i < text_.ops.size(); ++i) {
+        const OpLine &op = text_.ops[i];
+        Node node;
+        node.index = static_cast<int>(i);
+        node.line = &op;
+        node.where = cat(source_, ":", op.line, " (", op.name, " ", op.type, ")");
+        node.attrs = Attributes(&op.attrs, node.where);
+        node.def = registry.find(op.type);
+        if (!node.def) {
+            auto &u = unknown[op.type];
+            if (u.first++ == 0) u.second = cat(op.name, " at line ", op.line);
+        }
+        for (size_t k = 0; k < op.inputs.size(); ++k) {
+            const TensorRef &ref = op.inputs[k];
+            NodeInput in;
+            if (!ref.present) {
+                in.kind = NodeInput::None;
+            } else if (ref.is_weight) {
+                if (!is_safe_weight_file_name(ref.name))
+                    fail(ONNXSTREAM_ERR_INVALID_MODEL, source_, ":", op.line, ":", ref.column, ": weight file name '",
+                         ref.name, "' is not a plain file name inside the model folder");
+                in.kind = NodeInput::Weight;
+                in.weight.file = ref.name;
+                in.weight.dtype = ref.dtype;
+                in.weight.shape = ref.shape;
+                in.weight.quant = ref.quant;
+                if (node.def && node.def->ohwi_weight_input == static_cast<int>(k) && ref.shape.size() == 4)
+                    in.weight.wanted = Layout::OHWI;
+            } else {
+                in.kind = NodeInput::Value;
+                in.value = intern(ref, op);
+                values_[static_cast<size_t>(in.value)].consumers.push_back(node.index);
+            }
+            node.inputs.push_back(std::move(in));
+        }
+        for (const TensorRef &ref : op.outputs) {
+            int id = intern(ref, op);
+            Value &v = values_[static_cast<size_t>(id)];
+            if (v.producer >= 0)
+                fail(ONNXSTREAM_ERR_INVALID_MODEL, source_, ":", op.line, ":", ref.column, ": tensor '", ref.name,
+                     "' is already produced by line ", text_.ops[static_cast<size_t>(v.producer)].line);
+            if (!v.consumers.empty())
+                fail(ONNXSTREAM_ERR_INVALID_MODEL, source_, ":", op.line, ":", ref.column, ": tensor '", ref.name,
+                     "' is used by line ", text_.ops[static_cast<size_t>(v.consumers.front())].line,
+                     " before this line produces it");
+            v.producer = node.index;
+            node.outputs.push_back(id);
+        }
+        nodes_.push_back(std::move(node));
+    }
+    if (!unknown.empty()) {
+        std::string list;
+        for (const auto &kv : unknown)
+            list += cat(list.empty() ? "" : "; ", kv.first, " x", kv.second.first, " (first: ", kv.second.second, ")");
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, source_, ": unsupported operator types: ", list);
+    }
+    if (nodes_.empty()) fail(ONNXSTREAM_ERR_INVALID_MODEL, source_, ": the model has no operations");
+    for (size_t v = 0; v < values_.size(); ++v) {
+        if (values_[v].producer < 0) inputs_.push_back(static_cast<int>(v));
+        if (values_[v].consumers.empty()) outputs_.push_back(static_cast<int>(v));
+    }
+}
+
+int Graph::find_value(const std::string &name) const {
+    auto it = by_name_.find(name);
+    if (it != by_name_.end()) return it->second;
+    it = by_name_.find(escape_name(name));
+    return it == by_name_.end() ? -1 : it->second;
+}
+
+void Graph::add_output(int value) {
+    if (std::find(outputs_.begin(), outputs_.end(), value) == outputs_.end()) outputs_.push_back(value);
+}
+
+} // namespace onnxstream

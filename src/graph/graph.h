@@ -1,0 +1,81 @@
+// The parsed model: ops in execution order, the activation tensors that connect them, and the weight
+// files each op reads. Built once from model.txt; planning and execution never re-parse text.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/attributes.h"
+#include "graph/model_txt.h"
+#include "ops/op.h"
+
+namespace onnxstream {
+
+struct WeightSpec {
+    std::string file; // file name in the model folder (never a path)
+    DType dtype = DType::F32;
+    Shape shape;
+    QuantParams quant;
+    Layout wanted = Layout::Plain; // OHWI when the op can use OnnxStream's "_nhwc.bin" twin
+    size_t byte_size() const { return static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype); }
+};
+
+struct NodeInput {
+    enum Kind { None, Value, Weight } kind = None;
+    int value = -1;    // Value: index into Graph::values
+    WeightSpec weight; // Weight
+};
+
+struct Node {
+    int index = 0;
+    const OpLine *line = nullptr;
+    const OpDef *def = nullptr;
+    std::string where; // "model.txt:12 (/model.0/conv/Conv Conv)"
+    Attributes attrs;
+    std::vector<NodeInput> inputs;
+    std::vector<int> outputs; // value indices
+    NodeView view() const { return {line->name, line->type, where, attrs}; }
+};
+
+struct Value {
+    std::string name;      // escaped, as in model.txt
+    Shape declared_shape;  // as written where the tensor first appears
+    int producer = -1;     // node index, -1 for graph inputs
+    std::vector<int> consumers;
+};
+
+class Graph {
+public:
+    // Build from parsed text; `source` names model.txt in messages. Throws INVALID_MODEL (dangling or
+    // duplicate tensors, inconsistent declared shapes, unsafe weight file names) or UNSUPPORTED
+    // (unknown op types, all listed).
+    Graph(ModelText text, const std::string &source);
+    Graph(const Graph &) = delete;
+    Graph &operator=(const Graph &) = delete;
+
+    const ModelText &text() const { return text_; }
+    const std::string &source() const { return source_; }
+    const std::vector<Node> &nodes() const { return nodes_; }
+    const std::vector<Value> &values() const { return values_; }
+    const std::vector<int> &inputs() const { return inputs_; }
+    const std::vector<int> &outputs() const { return outputs_; }
+
+    // Find a value by escaped or original name; -1 if none.
+    int find_value(const std::string &name) const;
+    // Mark a consumed tensor as an output too (kept after its last use).
+    void add_output(int value);
+
+private:
+    ModelText text_;
+    std::string source_;
+    std::vector<Node> nodes_;
+    std::vector<Value> values_;
+    std::vector<int> inputs_, outputs_;
+    std::unordered_map<std::string, int> by_name_;
+};
+
+// True when `file` is a plain file name that stays inside the model folder.
+bool is_safe_weight_file_name(const std::string &file);
+
+} // namespace onnxstream

@@ -1,0 +1,58 @@
+// OnnxStream's model.txt format: one operation per line,
+//   NAME:TYPE*input:IN;IN;...*output:OUT;...[*ATTR:VALUE;ATTR:VALUE...]
+// where an input/output is an activation `escaped_name(d0,d1,...)`, a weight
+// `file.bin(dtype:d0,d1,...)` / `file.bin(uint8[scale,zero_point]:d0,...)`, or empty (omitted
+// optional input). Parsing keeps every token's text so that writing gives back the same bytes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace onnxstream {
+
+struct TensorRef {
+    bool present = true;     // false for an omitted optional input (";;")
+    bool is_weight = false;  // "file.bin(dtype:...)"
+    std::string name;        // escaped activation name, or the weight file name
+    Shape shape;
+    DType dtype = DType::F32; // weights only; activations get theirs from inference
+    QuantParams quant;        // weights only, "uint8[scale,zero_point]"
+    std::string quant_text;   // "scale,zero_point" exactly as written (round trip)
+    int column = 0;           // 1-based column of the reference in its line
+};
+
+struct AttributeText {
+    std::string key;
+    std::string value;
+    int column = 0;
+};
+
+struct OpLine {
+    int line = 0; // 1-based line number in the file
+    std::string name;
+    std::string type;
+    std::vector<TensorRef> inputs;
+    std::vector<TensorRef> outputs;
+    std::vector<AttributeText> attrs;
+    bool has_attr_section = false; // a 4th '*' section exists (possibly empty)
+};
+
+struct ModelText {
+    std::vector<OpLine> ops;
+    bool crlf = false;             // lines end with \r\n
+    bool trailing_newline = true;  // the last line ends with a newline
+    std::vector<int> blank_lines;  // line numbers of empty lines (kept for the round trip)
+};
+
+// Parse model.txt text. `source` names the file in error messages ("dir/model.txt").
+// Throws Error(INVALID_MODEL) with "source:line:column: reason".
+ModelText parse_model_txt(const std::string &text, const std::string &source);
+
+// Write model.txt text; parse_model_txt(write_model_txt(m)) == m and, for text that parse accepted,
+// write_model_txt(parse_model_txt(text)) == text.
+std::string write_model_txt(const ModelText &model);
+std::string write_op_line(const OpLine &op);
+
+} // namespace onnxstream

@@ -1,0 +1,70 @@
+#include "graph/planner.h"
+
+#include <algorithm>
+#include <map>
+
+#include "util/error.h"
+
+namespace onnxstream {
+
+Plan make_plan(const Graph &graph, const std::vector<TensorInfo> &input_infos, const ConstantLoader &load_constant) {
+    Plan plan;
+    const auto &nodes = graph.nodes();
+    plan.values.resize(graph.values().size());
+    plan.node_outputs.resize(nodes.size());
+    plan.free_after.resize(nodes.size());
+    for (size_t i = 0; i < graph.inputs().size(); ++i)
+        plan.values[static_cast<size_t>(graph.inputs()[i])] = input_infos.at(i);
+
+    std::map<std::string, Tensor> constants; // small weights loaded for inference, dropped at the end
+    for (const Node &node : nodes) {
+        std::vector<std::optional<TensorInfo>> in_infos;
+        for (const NodeInput &in : node.inputs) {
+            if (in.kind == NodeInput::Value) in_infos.push_back(plan.values[static_cast<size_t>(in.value)]);
+            else if (in.kind == NodeInput::Weight) in_infos.push_back(TensorInfo{in.weight.dtype, in.weight.shape, in.weight.quant});
+            else in_infos.push_back(std::nullopt);
+        }
+        std::vector<Shape> declared;
+        for (int v : node.outputs) declared.push_back(graph.values()[static_cast<size_t>(v)].declared_shape);
+        auto constant = [&](size_t i) -> const Tensor * {
+            const NodeInput &in = node.inputs[i];
+            if (in.kind != NodeInput::Weight) return nullptr;
+            auto it = constants.find(in.weight.file);
+            if (it == constants.end()) {
+                WeightSpec spec = in.weight;
+                spec.wanted = Layout::Plain;
+                it = constants.emplace(spec.file, load_constant(spec)).first;
+            }
+            return it->second.empty() ? nullptr : &it->second;
+        };
+        InferContext ctx(node.view(), std::move(in_infos), declared, constant);
+        std::vector<TensorInfo> outs = node.def->infer(ctx);
+        if (outs.size() != node.outputs.size())
+            fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": produces ", outs.size(), " outputs but model.txt lists ",
+                 node.outputs.size());
+        for (size_t k = 0; k < outs.size(); ++k) {
+            const Value &v = graph.values()[static_cast<size_t>(node.outputs[k])];
+            if (outs[k].shape != v.declared_shape)
+                fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": output '", v.name, "' has shape ",
+                     shape_str(outs[k].shape), " but model.txt declares ", shape_str(v.declared_shape));
+            plan.values[static_cast<size_t>(node.outputs[k])] = outs[k];
+        }
+        plan.node_outputs[static_cast<size_t>(node.index)] = std::move(outs);
+        for (const NodeInput &in : node.inputs)
+            if (in.kind == NodeInput::Weight) plan.fetch_order.push_back(in.weight);
+    }
+
+    // A value dies after its last consumer unless it is a graph output. Values nobody consumes and that
+    // are not outputs cannot exist (they would be outputs), so only consumed values are freed.
+    std::vector<bool> is_output(graph.values().size(), false);
+    for (int v : graph.outputs()) is_output[static_cast<size_t>(v)] = true;
+    for (size_t v = 0; v < graph.values().size(); ++v) {
+        const Value &val = graph.values()[v];
+        if (is_output[v] || val.consumers.empty()) continue;
+        int last = *std::max_element(val.consumers.begin(), val.consumers.end());
+        plan.free_after[static_cast<size_t>(last)].push_back(static_cast<int>(v));
+    }
+    return plan;
+}
+
+} // namespace onnxstream

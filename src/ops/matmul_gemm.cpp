@@ -1,0 +1,7 @@
+#include "ops/registry.h"
+
+namespace onnxstream {
+
+void register_matmul_gemm_ops(Registry &) {}
+
+} // namespace onnxstream

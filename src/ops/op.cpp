@@ -1,0 +1,63 @@
+#include "ops/op.h"
+
+namespace onnxstream {
+
+const TensorInfo &InferContext::input(size_t i) const {
+    if (!has_input(i)) error("input ", i, " is missing");
+    return *inputs_[i];
+}
+
+void InferContext::require_inputs(size_t min, size_t max) const {
+    size_t present = 0;
+    for (size_t i = 0; i < inputs_.size(); ++i)
+        if (inputs_[i]) present = i + 1;
+    if (inputs_.size() < min || present > max)
+        error("expects ", min == max ? cat(min) : cat(min, " to ", max), " inputs, got ", inputs_.size());
+    for (size_t i = 0; i < min; ++i)
+        if (!inputs_[i]) error("required input ", i, " is omitted");
+}
+
+void InferContext::require_dtype(size_t i, std::initializer_list<DType> allowed) const {
+    const TensorInfo &in = input(i);
+    for (DType d : allowed)
+        if (in.dtype == d) return;
+    std::string names;
+    for (DType d : allowed) names += cat(names.empty() ? "" : ", ", dtype_name(d));
+    fail(ONNXSTREAM_ERR_UNSUPPORTED, node.where, ": input ", i, " has dtype ", dtype_name(in.dtype),
+         ", supported: ", names);
+}
+
+Tensor &RunContext::alloc_output(size_t i) {
+    const TensorInfo &info = out_infos_.at(i);
+    outputs_.at(i) = make_tensor(alloc_, info.dtype, info.shape);
+    return outputs_[i];
+}
+
+Tensor &RunContext::alloc_output(size_t i, DType dtype, const Shape &shape) {
+    outputs_.at(i) = make_tensor(alloc_, dtype, shape);
+    return outputs_[i];
+}
+
+namespace {
+struct ForContext {
+    const std::function<void(size_t, size_t)> *fn;
+    size_t n;
+};
+void for_tile(void *ctx, size_t begin, size_t count) {
+    auto *c = static_cast<ForContext *>(ctx);
+    (*c->fn)(begin, begin + count);
+}
+} // namespace
+
+void parallel_for(pthreadpool_t pool, size_t n, size_t tile, const std::function<void(size_t, size_t)> &fn) {
+    if (n == 0) return;
+    if (tile == 0) tile = 1;
+    if (!pool || n <= tile) {
+        fn(0, n);
+        return;
+    }
+    ForContext ctx{&fn, n};
+    pthreadpool_parallelize_1d_tile_1d(pool, for_tile, &ctx, n, tile, 0);
+}
+
+} // namespace onnxstream

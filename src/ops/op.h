@@ -1,0 +1,124 @@
+// The contract between the executor and operator implementations.
+//
+// An operator family file (conv.cpp, elementwise.cpp, ...) defines, per ONNX op type, an `infer`
+// function (dtypes + shapes of the outputs from those of the inputs, checked before any op runs) and a
+// `run` function (compute the outputs), and registers them in its register_*_ops(Registry&) function.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pthreadpool.h>
+
+#include "graph/attributes.h"
+#include "tensor/tensor.h"
+#include "util/error.h"
+
+namespace onnxstream {
+
+// What an op implementation knows about the node it is running.
+struct NodeView {
+    const std::string &name;  // op name as written in model.txt
+    const std::string &type;  // ONNX op type
+    const std::string &where; // "model.txt:12 (/model.0/conv/Conv Conv)" for messages
+    const Attributes &attrs;
+};
+
+class InferContext {
+public:
+    using ConstantFn = std::function<const Tensor *(size_t)>;
+    InferContext(NodeView node, std::vector<std::optional<TensorInfo>> inputs, std::vector<Shape> declared,
+                 ConstantFn constant)
+        : node(node), inputs_(std::move(inputs)), declared_(std::move(declared)), constant_(std::move(constant)) {}
+
+    NodeView node;
+    const Attributes &attrs() const { return node.attrs; }
+
+    size_t input_count() const { return inputs_.size(); }
+    bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].has_value(); }
+    // Throws INVALID_MODEL naming the op when input i is missing.
+    const TensorInfo &input(size_t i) const;
+    // The value of input i when it is a weight (loaded from the provider on demand; keep such inputs
+    // small: shapes, axes, pads), or nullptr when it is computed at run time.
+    const Tensor *constant(size_t i) const { return has_input(i) ? constant_(i) : nullptr; }
+    // Number of outputs declared in model.txt and the shape declared for output i.
+    size_t output_count() const { return declared_.size(); }
+    const Shape &declared_shape(size_t i) const { return declared_.at(i); }
+
+    // Helpers for checks: throw INVALID_MODEL "<where>: <message>".
+    template <typename... Args>[[noreturn]] void error(Args &&...args) const {
+        fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": ", std::forward<Args>(args)...);
+    }
+    void require_inputs(size_t min, size_t max) const;
+    void require_dtype(size_t i, std::initializer_list<DType> allowed) const;
+
+private:
+    std::vector<std::optional<TensorInfo>> inputs_;
+    std::vector<Shape> declared_;
+    ConstantFn constant_;
+};
+
+class RunContext {
+public:
+    RunContext(NodeView node, std::vector<const Tensor *> inputs, const std::vector<TensorInfo> &out_infos,
+               const Allocator &alloc, pthreadpool_t pool)
+        : node(node), inputs_(std::move(inputs)), out_infos_(out_infos), outputs_(out_infos.size()),
+          alloc_(alloc), pool_(pool) {}
+
+    NodeView node;
+    const Attributes &attrs() const { return node.attrs; }
+
+    size_t input_count() const { return inputs_.size(); }
+    bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
+    const Tensor &input(size_t i) const { return *inputs_.at(i); }
+
+    size_t output_count() const { return out_infos_.size(); }
+    const TensorInfo &output_info(size_t i) const { return out_infos_.at(i); }
+    // Allocate output i with the dtype/shape that infer produced.
+    Tensor &alloc_output(size_t i);
+    // Allocate output i with a shape only known at run time (checked against inference by the executor).
+    Tensor &alloc_output(size_t i, DType dtype, const Shape &shape);
+    // Set output i to an existing tensor (e.g. a view sharing an input's storage).
+    void set_output(size_t i, Tensor t) { outputs_.at(i) = std::move(t); }
+    Tensor &output(size_t i) { return outputs_.at(i); }
+    std::vector<Tensor> &outputs() { return outputs_; }
+
+    const Allocator &allocator() const { return alloc_; }
+    pthreadpool_t pool() const { return pool_; }
+    // Scratch memory that is tracked like tensors and freed when the returned tensor goes away.
+    Tensor scratch(DType dtype, const Shape &shape) const { return make_tensor(alloc_, dtype, shape); }
+
+    template <typename... Args>[[noreturn]] void error(Status status, Args &&...args) const {
+        fail(status, node.where, ": ", std::forward<Args>(args)...);
+    }
+
+private:
+    std::vector<const Tensor *> inputs_;
+    const std::vector<TensorInfo> &out_infos_;
+    std::vector<Tensor> outputs_;
+    const Allocator &alloc_;
+    pthreadpool_t pool_;
+};
+
+using InferFn = std::vector<TensorInfo> (*)(const InferContext &);
+using RunFn = void (*)(RunContext &);
+
+struct OpDef {
+    InferFn infer = nullptr;
+    RunFn run = nullptr;
+    // Index of an input whose 4-D weight the op prefers in OHWI layout (Conv: 1), or -1. The weights
+    // provider then serves OnnxStream's "_nhwc.bin" twin when it exists.
+    int ohwi_weight_input = -1;
+    // True when the op only hands weights to kernels that read exactly their size (XNNPACK packs
+    // Conv/FC weights at creation). Otherwise the executor copies zero-copy weights that lack the
+    // XNN_EXTRA_BYTES read-past-the-end slack into padded memory first.
+    bool reads_weights_exactly = false;
+};
+
+// Run fn(i) for i in [0, n) on the pool, in tiles of `tile` indices (fn gets begin, end).
+void parallel_for(pthreadpool_t pool, size_t n, size_t tile, const std::function<void(size_t, size_t)> &fn);
+
+} // namespace onnxstream

@@ -1,0 +1,27 @@
+#include "ops/registry.h"
+
+namespace onnxstream {
+
+std::vector<std::string> Registry::types() const {
+    std::vector<std::string> out;
+    for (const auto &kv : ops_) out.push_back(kv.first);
+    return out;
+}
+
+const Registry &Registry::builtin() {
+    static const Registry registry = [] {
+        Registry r;
+        register_elementwise_ops(r);
+        register_activation_ops(r);
+        register_conv_ops(r);
+        register_matmul_gemm_ops(r);
+        register_normalization_ops(r);
+        register_shape_ops(r);
+        register_reduce_ops(r);
+        register_resize_pool_ops(r);
+        return r;
+    }();
+    return registry;
+}
+
+} // namespace onnxstream

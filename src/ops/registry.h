@@ -1,0 +1,38 @@
+// Op type -> implementation. Each family file registers its ops in its register_*_ops function;
+// registry.cpp calls them all once (explicit calls, no static-initialiser tricks).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ops/op.h"
+
+namespace onnxstream {
+
+class Registry {
+public:
+    void add(const std::string &type, OpDef def) { ops_[type] = def; }
+    const OpDef *find(const std::string &type) const {
+        auto it = ops_.find(type);
+        return it == ops_.end() ? nullptr : &it->second;
+    }
+    std::vector<std::string> types() const;
+
+    // The registry with every built-in op.
+    static const Registry &builtin();
+
+private:
+    std::map<std::string, OpDef> ops_;
+};
+
+void register_elementwise_ops(Registry &r);   // ops/elementwise.cpp
+void register_activation_ops(Registry &r);    // ops/activation.cpp
+void register_conv_ops(Registry &r);          // ops/conv.cpp
+void register_matmul_gemm_ops(Registry &r);   // ops/matmul_gemm.cpp
+void register_normalization_ops(Registry &r); // ops/normalization.cpp
+void register_shape_ops(Registry &r);         // ops/shape_ops.cpp
+void register_reduce_ops(Registry &r);        // ops/reduce.cpp
+void register_resize_pool_ops(Registry &r);   // ops/resize_pool.cpp
+
+} // namespace onnxstream

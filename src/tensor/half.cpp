@@ -1,0 +1,71 @@
+#include "tensor/half.h"
+
+#include <cstring>
+
+namespace onnxstream {
+
+// Bit-exact conversions following the approach of the FP16 library (Marat Dukhan): build the float
+// from exponent/mantissa arithmetic in float registers so denormals come out right without branches
+// on every bit.
+float half_to_float(uint16_t h) {
+    const uint32_t w = static_cast<uint32_t>(h) << 16;
+    const uint32_t sign = w & 0x80000000u;
+    const uint32_t two_w = w + w;
+    const uint32_t exp_offset = 0xE0u << 23;
+    const float exp_scale = 0x1.0p-112f;
+    uint32_t bits = (two_w >> 4) + exp_offset;
+    float normalized;
+    std::memcpy(&normalized, &bits, 4);
+    normalized *= exp_scale;
+    const uint32_t magic_mask = 126u << 23;
+    const float magic_bias = 0.5f;
+    bits = (two_w >> 17) | magic_mask;
+    float denormalized;
+    std::memcpy(&denormalized, &bits, 4);
+    denormalized -= magic_bias;
+    const uint32_t denormalized_cutoff = 1u << 27;
+    uint32_t result_bits;
+    if (two_w < denormalized_cutoff)
+        std::memcpy(&result_bits, &denormalized, 4);
+    else
+        std::memcpy(&result_bits, &normalized, 4);
+    result_bits |= sign;
+    float result;
+    std::memcpy(&result, &result_bits, 4);
+    return result;
+}
+
+uint16_t float_to_half(float f) {
+    const float scale_to_inf = 0x1.0p+112f;
+    const float scale_to_zero = 0x1.0p-110f;
+    uint32_t w;
+    std::memcpy(&w, &f, 4);
+    float abs_f;
+    uint32_t abs_w = w & 0x7FFFFFFFu;
+    std::memcpy(&abs_f, &abs_w, 4);
+    float base = (abs_f * scale_to_inf) * scale_to_zero;
+    const uint32_t shl1_w = w + w;
+    const uint32_t sign = w & 0x80000000u;
+    uint32_t bias = shl1_w & 0xFF000000u;
+    if (bias < 0x71000000u) bias = 0x71000000u;
+    uint32_t bias_bits = (bias >> 1) + 0x07800000u;
+    float bias_f;
+    std::memcpy(&bias_f, &bias_bits, 4);
+    base = bias_f + base;
+    uint32_t bits;
+    std::memcpy(&bits, &base, 4);
+    const uint32_t exp_bits = (bits >> 13) & 0x00007C00u;
+    const uint32_t mantissa_bits = bits & 0x00000FFFu;
+    const uint32_t nonsign = exp_bits + mantissa_bits;
+    return static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+}
+
+void half_to_float_n(const uint16_t *src, float *dst, size_t n) {
+    for (size_t i = 0; i < n; ++i) dst[i] = half_to_float(src[i]);
+}
+
+void float_to_half_n(const float *src, uint16_t *dst, size_t n) {
+    for (size_t i = 0; i < n; ++i) dst[i] = float_to_half(src[i]);
+}
+
+} // namespace onnxstream

@@ -1,0 +1,49 @@
+#include "tensor/tensor.h"
+
+#include "tensor/half.h"
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace onnxstream {
+
+int64_t shape_numel(const Shape &shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+}
+
+std::string shape_str(const Shape &shape) { return "(" + join_ints(shape) + ")"; }
+
+Tensor make_tensor(const Allocator &alloc, DType dtype, const Shape &shape) {
+    for (int64_t d : shape)
+        if (d < 0) fail(ONNXSTREAM_ERR_INTERNAL, "negative dimension in shape ", shape_str(shape));
+    size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+    return Tensor(dtype, shape, alloc.allocate(bytes));
+}
+
+int64_t int_at(const Tensor &t, int64_t i) {
+    switch (t.dtype()) {
+    case DType::I64: return t.data<int64_t>()[i];
+    case DType::I32: return t.data<int32_t>()[i];
+    case DType::U8:
+    case DType::Bool: return t.data<uint8_t>()[i];
+    case DType::I8: return t.data<int8_t>()[i];
+    default: fail(ONNXSTREAM_ERR_INVALID_MODEL, "expected an integer tensor, got ", dtype_name(t.dtype()));
+    }
+}
+
+std::vector<int64_t> int_values(const Tensor &t) {
+    std::vector<int64_t> v(static_cast<size_t>(t.numel()));
+    for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = int_at(t, i);
+    return v;
+}
+
+float float_at(const Tensor &t, int64_t i) {
+    switch (t.dtype()) {
+    case DType::F32: return t.data<float>()[i];
+    case DType::F16: return half_to_float(t.data<uint16_t>()[i]);
+    default: return static_cast<float>(int_at(t, i));
+    }
+}
+
+} // namespace onnxstream

@@ -1,0 +1,23 @@
+// Minimal NumPy .npy reader/writer (format versions 1-3, little-endian, C order) for the CLI tools.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "onnxstream.h"
+
+namespace onnxstream::tools {
+
+struct NpyArray {
+    onnxstream_dtype_t dtype = ONNXSTREAM_DTYPE_FLOAT32;
+    std::vector<int64_t> shape;
+    std::vector<uint8_t> data;
+};
+
+// Throws std::runtime_error with a clear message on any problem.
+NpyArray read_npy(const std::string &path);
+void write_npy(const std::string &path, onnxstream_dtype_t dtype, const std::vector<int64_t> &shape,
+               const void *data, size_t bytes);
+
+} // namespace onnxstream::tools

@@ -1,0 +1,252 @@
+// onnxstream-run: run any model.txt model on .npy / raw .bin inputs, print timing and memory.
+// Written against the public C API only (plus the .npy helper), like any user program would be.
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "onnxstream.h"
+#include "tensor/half.h"
+#include "tools/npy.h"
+
+using onnxstream::tools::NpyArray;
+
+namespace {
+
+const char *kUsage =
+    "usage: onnxstream-run MODEL_DIR_OR_MODEL_TXT [--input NAME=FILE]... [--output-dir DIR] [--threads N]\n"
+    "                      [--provider nocache|prefetch|mmap|ram] [--runs N] [--ops-printf] [--json]\n"
+    "  FILE is .npy (dtype and shape from its header) or raw little-endian .bin (shape from the model's\n"
+    "  declaration of NAME; dtype float32, int64, float16 or uint8 chosen by the file size).\n";
+
+struct Args {
+    std::string model;
+    std::vector<std::pair<std::string, std::string>> inputs;
+    std::string output_dir;
+    int threads = 0;
+    int provider = ONNXSTREAM_PROVIDER_PREFETCH;
+    int runs = 1;
+    bool ops_printf = false;
+    bool json = false;
+};
+
+[[noreturn]] void die(const std::string &message) {
+    std::fprintf(stderr, "onnxstream-run: %s\n", message.c_str());
+    std::exit(1);
+}
+
+int parse_count(const std::string &flag, const std::string &text, int min) {
+    char *end = nullptr;
+    long v = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end || v < min || v > 100000) die(flag + " expects an integer >= " + std::to_string(min) + ", got '" + text + "'");
+    return static_cast<int>(v);
+}
+
+Args parse_args(int argc, char **argv) {
+    Args a;
+    for (int i = 1; i < argc; ++i) {
+        std::string arg = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) die(arg + " needs a value");
+            return argv[++i];
+        };
+        if (arg == "--help" || arg == "-h") {
+            std::fputs(kUsage, stdout);
+            std::exit(0);
+        } else if (arg == "--input") {
+            std::string v = value();
+            size_t eq = v.find('=');
+            if (eq == std::string::npos || eq == 0) die("--input expects NAME=FILE, got '" + v + "'");
+            a.inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+        } else if (arg == "--output-dir") {
+            a.output_dir = value();
+        } else if (arg == "--threads") {
+            a.threads = parse_count(arg, value(), 0);
+        } else if (arg == "--runs") {
+            a.runs = parse_count(arg, value(), 1);
+        } else if (arg == "--provider") {
+            std::string p = value();
+            if (p == "nocache") a.provider = ONNXSTREAM_PROVIDER_NOCACHE;
+            else if (p == "prefetch") a.provider = ONNXSTREAM_PROVIDER_PREFETCH;
+            else if (p == "mmap") a.provider = ONNXSTREAM_PROVIDER_MMAP;
+            else if (p == "ram") a.provider = ONNXSTREAM_PROVIDER_RAM;
+            else die("--provider expects nocache, prefetch, mmap or ram, got '" + p + "'");
+        } else if (arg == "--ops-printf") {
+            a.ops_printf = true;
+        } else if (arg == "--json") {
+            a.json = true;
+        } else if (!arg.empty() && arg[0] == '-') {
+            die("unknown option " + arg + "\n" + kUsage);
+        } else if (a.model.empty()) {
+            a.model = arg;
+        } else {
+            die("unexpected argument '" + arg + "' (the model was already given as '" + a.model + "')");
+        }
+    }
+    if (a.model.empty()) die(std::string("no model given\n") + kUsage);
+    return a;
+}
+
+void check(onnxstream_model_t *model, onnxstream_status_t s) {
+    if (s != ONNXSTREAM_OK) die(onnxstream_model_last_error(model));
+}
+
+bool ends_with(const std::string &s, const std::string &suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+NpyArray read_raw(const std::string &path, const onnxstream_tensor_view_t &decl) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in) die("cannot open input file " + path);
+    size_t size = static_cast<size_t>(in.tellg());
+    in.seekg(0);
+    int64_t n = 1;
+    for (size_t i = 0; i < decl.rank; ++i) n *= decl.shape[i];
+    NpyArray a;
+    a.shape.assign(decl.shape, decl.shape + decl.rank);
+    const onnxstream_dtype_t by_size[] = {ONNXSTREAM_DTYPE_FLOAT32, ONNXSTREAM_DTYPE_INT64, ONNXSTREAM_DTYPE_FLOAT16,
+                                          ONNXSTREAM_DTYPE_UINT8};
+    bool found = false;
+    for (auto d : by_size)
+        if (!found && static_cast<size_t>(n) * onnxstream_dtype_size(d) == size) {
+            a.dtype = d;
+            found = true;
+        }
+    if (!found)
+        die(path + " has " + std::to_string(size) + " bytes, which fits no dtype for input '" + decl.name + "' of " +
+            std::to_string(n) + " elements");
+    a.data.resize(size);
+    in.read(reinterpret_cast<char *>(a.data.data()), static_cast<std::streamsize>(size));
+    return a;
+}
+
+int print_op(void *, const onnxstream_progress_t *p) {
+    std::printf("[%zu/%zu] %s %s %.3f ms, %.1f MB live\n", p->op_index + 1, p->op_count, p->op_type, p->op_name,
+                p->elapsed_us / 1000.0, p->current_bytes / 1e6);
+    return 0;
+}
+
+std::string json_escape(const std::string &s) {
+    std::string out;
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        if (static_cast<unsigned char>(c) < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+            continue;
+        }
+        out += c;
+    }
+    return out;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    Args args = parse_args(argc, argv);
+    onnxstream_model_options_t options;
+    onnxstream_model_options_init(&options);
+    options.threads = args.threads;
+    options.provider = args.provider;
+    onnxstream_model_t *model = nullptr;
+    if (onnxstream_model_create(&options, &model) != ONNXSTREAM_OK) die(onnxstream_last_error());
+    check(model, onnxstream_model_load(model, args.model.c_str()));
+
+    for (const auto &in : args.inputs) {
+        NpyArray a;
+        try {
+            if (ends_with(in.second, ".npy")) {
+                a = onnxstream::tools::read_npy(in.second);
+            } else {
+                onnxstream_tensor_view_t decl;
+                decl.struct_size = sizeof(decl);
+                bool found = false;
+                for (size_t i = 0; i < onnxstream_model_input_count(model) && !found; ++i) {
+                    check(model, onnxstream_model_get_input(model, i, &decl));
+                    std::string escaped = decl.name;
+                    found = escaped == in.first;
+                }
+                if (!found) {
+                    // Let push_tensor produce the "not an input" message, which lists the inputs.
+                    a.shape = {0};
+                } else {
+                    a = read_raw(in.second, decl);
+                }
+            }
+        } catch (const std::exception &e) {
+            die(e.what());
+        }
+        check(model, onnxstream_model_push_tensor(model, in.first.c_str(), a.dtype, a.shape.size(), a.shape.data(),
+                                                  a.data.data(), a.data.size()));
+    }
+    if (args.ops_printf) check(model, onnxstream_model_set_progress_callback(model, print_op, nullptr));
+
+    std::vector<double> times;
+    for (int r = 0; r < args.runs; ++r) {
+        auto start = std::chrono::steady_clock::now();
+        check(model, onnxstream_model_run(model));
+        double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        times.push_back(s);
+        if (!args.json) std::printf("run %d: %.3f s\n", r + 1, s);
+    }
+
+    onnxstream_memory_stats_t stats;
+    stats.struct_size = sizeof(stats);
+    check(model, onnxstream_model_memory_stats(model, &stats, 0));
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    uint64_t peak_rss = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+
+    std::string outputs_json;
+    if (!args.output_dir.empty()) ::mkdir(args.output_dir.c_str(), 0755);
+    for (size_t i = 0; i < onnxstream_model_output_count(model); ++i) {
+        onnxstream_tensor_view_t v;
+        v.struct_size = sizeof(v);
+        check(model, onnxstream_model_get_output(model, i, &v));
+        std::string file;
+        onnxstream_dtype_t dtype = v.dtype;
+        if (!args.output_dir.empty()) {
+            file = args.output_dir + "/" + v.name + ".npy";
+            try {
+                if (v.dtype == ONNXSTREAM_DTYPE_FLOAT16) {
+                    std::vector<float> f(v.byte_size / 2);
+                    onnxstream::half_to_float_n(static_cast<const uint16_t *>(v.data), f.data(), f.size());
+                    onnxstream::tools::write_npy(file, ONNXSTREAM_DTYPE_FLOAT32, {v.shape, v.shape + v.rank}, f.data(),
+                                                 f.size() * 4);
+                    dtype = ONNXSTREAM_DTYPE_FLOAT32;
+                } else {
+                    onnxstream::tools::write_npy(file, v.dtype, {v.shape, v.shape + v.rank}, v.data, v.byte_size);
+                }
+            } catch (const std::exception &e) {
+                die(e.what());
+            }
+        }
+        std::string shape;
+        for (size_t k = 0; k < v.rank; ++k) shape += (k ? "," : "") + std::to_string(v.shape[k]);
+        if (!args.json)
+            std::printf("output %s: %s (%s)%s%s\n", v.name, onnxstream_dtype_name(v.dtype), shape.c_str(),
+                        file.empty() ? "" : " -> ", file.c_str());
+        outputs_json += std::string(outputs_json.empty() ? "" : ",") + "{\"name\":\"" + json_escape(v.name) +
+                        "\",\"dtype\":\"" + onnxstream_dtype_name(dtype) + "\",\"shape\":[" + shape + "],\"file\":" +
+                        (file.empty() ? "null" : "\"" + json_escape(file) + "\"") + "}";
+    }
+    if (args.json) {
+        std::string runs;
+        for (double t : times) runs += (runs.empty() ? "" : ",") + std::to_string(t);
+        std::printf("{\"outputs\":[%s],\"runs_s\":[%s],\"peak_rss_bytes\":%llu,\"peak_tensor_bytes\":%llu}\n",
+                    outputs_json.c_str(), runs.c_str(), static_cast<unsigned long long>(peak_rss),
+                    static_cast<unsigned long long>(stats.peak_bytes));
+    } else {
+        std::printf("peak RSS: %.1f MB, peak tensor bytes: %.1f MB\n", peak_rss / 1e6, stats.peak_bytes / 1e6);
+    }
+    onnxstream_model_destroy(model);
+    return 0;
+}

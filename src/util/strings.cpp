@@ -1,0 +1,104 @@
+#include "util/strings.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+namespace onnxstream {
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+    std::vector<std::string_view> parts;
+    size_t start = 0;
+    for (;;) {
+        size_t pos = text.find(sep, start);
+        if (pos == std::string_view::npos) {
+            parts.push_back(text.substr(start));
+            return parts;
+        }
+        parts.push_back(text.substr(start, pos - start));
+        start = pos + 1;
+    }
+}
+
+static bool is_plain(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+std::string escape_name(std::string_view name) {
+    static const char hex[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(name.size());
+    for (char c : name) {
+        if (is_plain(c)) {
+            out += c;
+        } else {
+            unsigned char u = static_cast<unsigned char>(c);
+            out += '_';
+            out += hex[u >> 4];
+            out += hex[u & 15];
+            out += '_';
+        }
+    }
+    return out;
+}
+
+static int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+std::string unescape_name(std::string_view name) {
+    std::string out;
+    out.reserve(name.size());
+    for (size_t i = 0; i < name.size(); ++i) {
+        if (name[i] == '_' && i + 3 < name.size() && name[i + 3] == '_') {
+            int hi = hex_value(name[i + 1]), lo = hex_value(name[i + 2]);
+            if (hi >= 0 && lo >= 0) {
+                out += static_cast<char>(hi * 16 + lo);
+                i += 3;
+                continue;
+            }
+        }
+        out += name[i];
+    }
+    return out;
+}
+
+bool parse_int64(std::string_view text, int64_t &out) {
+    if (text.empty() || text.size() > 32) return false;
+    std::string s(text);
+    char *end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(s.c_str(), &end, 10);
+    if (errno != 0 || end != s.c_str() + s.size()) return false;
+    out = v;
+    return true;
+}
+
+bool parse_double(std::string_view text, double &out) {
+    if (text.empty() || text.size() > 64) return false;
+    std::string s(text);
+    char *end = nullptr;
+    errno = 0;
+    double v = std::strtod(s.c_str(), &end);
+    if (end != s.c_str() + s.size()) return false;
+    out = v;
+    return true;
+}
+
+std::string join_ints(const std::vector<int64_t> &values, const char *sep) {
+    std::string out;
+    for (size_t i = 0; i < values.size(); ++i) {
+        if (i) out += sep;
+        out += std::to_string(values[i]);
+    }
+    return out;
+}
+
+bool ends_with(std::string_view text, std::string_view suffix) {
+    return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+} // namespace onnxstream

@@ -1,0 +1,40 @@
+// Where weights come from. The executor asks for each op's weights just before the op runs and drops
+// its reference right after; a provider decides whether that frees them (nocache, prefetch), unmaps
+// them (mmap) or keeps them (ram).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "tensor/tensor.h"
+
+namespace onnxstream {
+
+class WeightsProvider {
+public:
+    virtual ~WeightsProvider() = default;
+
+    // Set the folder that weight file names are relative to (may be empty for host providers).
+    virtual void set_folder(const std::string &folder) { folder_ = folder; }
+    // Called at load for every weight reference: file-based providers check existence and size here,
+    // so a broken model fails at load rather than mid-run. Throws IO.
+    virtual void validate(const WeightSpec &) {}
+    // The fetch order of the coming run (every weight of every op, in order), for read-ahead.
+    virtual void begin_run(const std::vector<WeightSpec> &, const Allocator &) {}
+    virtual void end_run() {}
+    // Produce the weight, in layout spec.wanted (see adapt_weight_layout). Throws IO / CALLBACK /
+    // OUT_OF_MEMORY.
+    virtual Tensor fetch(const WeightSpec &spec, const Allocator &alloc) = 0;
+
+protected:
+    std::string folder_;
+};
+
+std::unique_ptr<WeightsProvider> make_nocache_provider();
+std::unique_ptr<WeightsProvider> make_prefetch_provider(size_t budget_bytes);
+std::unique_ptr<WeightsProvider> make_mmap_provider();
+std::unique_ptr<WeightsProvider> make_ram_provider();
+
+} // namespace onnxstream

@@ -1,0 +1,100 @@
+#include "weights/weight_files.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sys/stat.h>
+
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace onnxstream {
+
+namespace {
+
+bool file_size(const std::string &path, uint64_t &size) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    size = static_cast<uint64_t>(st.st_size);
+    return true;
+}
+
+std::string join_path(const std::string &folder, const std::string &file) {
+    if (folder.empty()) return file;
+    return folder.back() == '/' ? folder + file : folder + "/" + file;
+}
+
+// OIHW -> OHWI or back, for a 4-D weight of element size `es`.
+void transpose_conv_weight(const uint8_t *src, uint8_t *dst, const Shape &oihw, size_t es, bool to_ohwi) {
+    const size_t O = static_cast<size_t>(oihw[0]), I = static_cast<size_t>(oihw[1]);
+    const size_t H = static_cast<size_t>(oihw[2]), W = static_cast<size_t>(oihw[3]);
+    for (size_t o = 0; o < O; ++o)
+        for (size_t i = 0; i < I; ++i)
+            for (size_t h = 0; h < H; ++h)
+                for (size_t w = 0; w < W; ++w) {
+                    size_t plain = ((o * I + i) * H + h) * W + w;
+                    size_t ohwi = ((o * H + h) * W + w) * I + i;
+                    if (to_ohwi) std::memcpy(dst + ohwi * es, src + plain * es, es);
+                    else std::memcpy(dst + plain * es, src + ohwi * es, es);
+                }
+}
+
+} // namespace
+
+ResolvedWeight resolve_weight_file(const std::string &folder, const WeightSpec &spec) {
+    const uint64_t expected = spec.byte_size();
+    std::string twin;
+    if (spec.shape.size() == 4 && ends_with(spec.file, "_nchw.bin"))
+        twin = spec.file.substr(0, spec.file.size() - 9) + "_nhwc.bin";
+    uint64_t size = 0;
+    std::string plain_path = join_path(folder, spec.file);
+    bool plain_exists = file_size(plain_path, size);
+    uint64_t plain_size = size;
+    if (!twin.empty()) {
+        std::string twin_path = join_path(folder, twin);
+        uint64_t twin_size = 0;
+        bool twin_exists = file_size(twin_path, twin_size);
+        // Prefer the twin when the consumer wants OHWI (no transpose), or when the plain file is absent.
+        if (twin_exists && (spec.wanted == Layout::OHWI || !plain_exists)) {
+            if (twin_size != expected)
+                fail(ONNXSTREAM_ERR_IO, "weight file ", twin_path, " has ", twin_size, " bytes, expected ", expected,
+                     " (", dtype_name(spec.dtype), " ", shape_str(spec.shape), ")");
+            return {twin_path, Layout::OHWI};
+        }
+        if (!plain_exists)
+            fail(ONNXSTREAM_ERR_IO, "weight file ", plain_path, " not found (nor its OnnxStream twin ", twin, ")");
+    }
+    if (!plain_exists) fail(ONNXSTREAM_ERR_IO, "weight file ", plain_path, " not found");
+    if (plain_size != expected)
+        fail(ONNXSTREAM_ERR_IO, "weight file ", plain_path, " has ", plain_size, " bytes, expected ", expected, " (",
+             dtype_name(spec.dtype), " ", shape_str(spec.shape), ")");
+    return {plain_path, Layout::Plain};
+}
+
+Tensor read_weight_file(const ResolvedWeight &file, const WeightSpec &spec, const Allocator &alloc) {
+    Tensor t = make_tensor(alloc, spec.dtype, spec.shape);
+    t.set_quant(spec.quant);
+    t.set_layout(file.layout);
+    FILE *f = std::fopen(file.path.c_str(), "rb");
+    if (!f) fail(ONNXSTREAM_ERR_IO, "cannot open weight file ", file.path, ": ", std::strerror(errno));
+    size_t want = spec.byte_size();
+    size_t got = want ? std::fread(t.raw(), 1, want, f) : 0;
+    bool extra = std::fgetc(f) != EOF;
+    std::fclose(f);
+    if (got != want)
+        fail(ONNXSTREAM_ERR_IO, "weight file ", file.path, " is truncated: read ", got, " of ", want, " bytes");
+    if (extra) fail(ONNXSTREAM_ERR_IO, "weight file ", file.path, " is larger than the declared ", want, " bytes");
+    return adapt_weight_layout(std::move(t), spec, alloc);
+}
+
+Tensor adapt_weight_layout(Tensor t, const WeightSpec &spec, const Allocator &alloc) {
+    if (t.layout() == spec.wanted) return t;
+    Tensor out = make_tensor(alloc, spec.dtype, spec.shape);
+    out.set_quant(spec.quant);
+    out.set_layout(spec.wanted);
+    transpose_conv_weight(static_cast<const uint8_t *>(t.raw()), static_cast<uint8_t *>(out.raw()), spec.shape,
+                          dtype_size(spec.dtype), spec.wanted == Layout::OHWI);
+    return out;
+}
+
+} // namespace onnxstream
