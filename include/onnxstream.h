@@ -327,6 +327,19 @@ typedef struct onnxstream_memory_stats {
 ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
 onnxstream_model_memory_stats(onnxstream_model_t *model, onnxstream_memory_stats_t *stats, int reset_peak);
 
+/** Figures of the last successful run. */
+typedef struct onnxstream_run_stats {
+    uint32_t struct_size;
+    uint64_t run_us;              /**< wall time of the run */
+    uint64_t weight_bytes_read;   /**< bytes the weights provider read during the run */
+    uint64_t weight_read_us;      /**< time spent reading them, on any thread (prefetch reads overlap ops) */
+    uint64_t weight_wait_us;      /**< time the run waited for weights; read_us - wait_us was hidden */
+} onnxstream_run_stats_t;
+
+/** Read the figures of the last successful run (zeros before one). */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
+onnxstream_model_run_stats(onnxstream_model_t *model, onnxstream_run_stats_t *stats);
+
 #ifdef __cplusplus
 }
 #endif

@@ -296,4 +296,21 @@ onnxstream_status_t onnxstream_model_memory_stats(onnxstream_model_t *model, onn
     });
 }
 
+onnxstream_status_t onnxstream_model_run_stats(onnxstream_model_t *model, onnxstream_run_stats_t *stats) {
+    return guard(model, [&] {
+        REQUIRE_ARG(model, "onnxstream_model_run_stats: model is NULL");
+        REQUIRE_ARG(stats, "onnxstream_model_run_stats: stats is NULL");
+        REQUIRE_ARG(stats->struct_size != 0, "onnxstream_model_run_stats: stats->struct_size is 0");
+        const auto &last = model->model.last_run();
+        onnxstream_run_stats_t s;
+        std::memset(&s, 0, sizeof(s));
+        s.struct_size = stats->struct_size;
+        s.run_us = last.exec.run_us;
+        s.weight_bytes_read = last.bytes_read;
+        s.weight_read_us = last.read_us;
+        s.weight_wait_us = last.exec.weight_wait_us;
+        std::memcpy(stats, &s, std::min<size_t>(stats->struct_size, sizeof(s)));
+    });
+}
+
 } // extern "C"

@@ -28,14 +28,20 @@ struct RunScope {
 
 std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vector<Tensor> &inputs,
                             WeightsProvider &provider, const Allocator &alloc, pthreadpool_t pool,
-                            const ProgressFn &progress) {
+                            const ProgressFn &progress, RunStats &stats) {
+    using Clock = std::chrono::steady_clock;
+    auto us_since = [](Clock::time_point t) {
+        return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count());
+    };
+    stats = RunStats();
+    auto run_start = Clock::now();
     std::vector<Tensor> live(graph.values().size());
     for (size_t i = 0; i < graph.inputs().size(); ++i) live[static_cast<size_t>(graph.inputs()[i])] = inputs.at(i);
 
     RunScope scope(provider, plan.fetch_order, alloc);
     const auto &nodes = graph.nodes();
     for (const Node &node : nodes) {
-        auto start = std::chrono::steady_clock::now();
+        auto start = Clock::now();
         std::vector<Tensor> weights; // alive for the duration of this op only
         std::vector<const Tensor *> in_ptrs;
         weights.reserve(node.inputs.size());
@@ -47,7 +53,9 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
                          "' is not available");
                 in_ptrs.push_back(&t);
             } else if (in.kind == NodeInput::Weight) {
+                auto fetch_start = Clock::now();
                 Tensor w = provider.fetch(in.weight, alloc);
+                stats.weight_wait_us += us_since(fetch_start);
                 if (!w.storage()->padded() && !node.def->reads_weights_exactly) w = padded_copy(w, alloc);
                 weights.push_back(std::move(w));
                 in_ptrs.push_back(&weights.back());
@@ -74,13 +82,13 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
         for (int v : plan.free_after[static_cast<size_t>(node.index)]) live[static_cast<size_t>(v)] = Tensor();
 
         if (progress) {
-            auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
-            OpProgress p{static_cast<size_t>(node.index), nodes.size(), node.line, static_cast<uint64_t>(us.count()),
+            OpProgress p{static_cast<size_t>(node.index), nodes.size(), node.line, us_since(start),
                          alloc.current_bytes(), alloc.peak_bytes()};
             if (progress(p))
                 fail(ONNXSTREAM_ERR_CANCELLED, "run cancelled by the progress callback after ", node.where);
         }
     }
+    stats.run_us = us_since(run_start);
     std::vector<Tensor> outputs;
     for (int v : graph.outputs()) outputs.push_back(live[static_cast<size_t>(v)]);
     return outputs;

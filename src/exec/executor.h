@@ -17,6 +17,11 @@ struct OpProgress {
     uint64_t elapsed_us;
     uint64_t current_bytes, peak_bytes;
 };
+struct RunStats {
+    uint64_t run_us = 0;
+    uint64_t weight_wait_us = 0; // time the executor waited for weights (not hidden by prefetch)
+};
+
 // Return true to cancel the run.
 using ProgressFn = std::function<bool(const OpProgress &)>;
 
@@ -24,6 +29,6 @@ using ProgressFn = std::function<bool(const OpProgress &)>;
 // (graph.outputs() order). Throws Error; all intermediates are released on any exit.
 std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vector<Tensor> &inputs,
                             WeightsProvider &provider, const Allocator &alloc, pthreadpool_t pool,
-                            const ProgressFn &progress);
+                            const ProgressFn &progress, RunStats &stats);
 
 } // namespace onnxstream

@@ -137,7 +137,14 @@ void Model::run(const ProgressFn &progress) {
     graph();
     outputs_.clear();
     const Plan &plan = plan_for_inputs();
-    outputs_ = execute(*graph_, plan, inputs_, *provider_, alloc_, pool_.get(), progress);
+    uint64_t bytes0 = provider_->bytes_read(), us0 = provider_->read_us();
+    LastRun stats;
+    outputs_ = execute(*graph_, plan, inputs_, *provider_, alloc_, pool_.get(), progress, stats.exec);
+    stats.bytes_read = provider_->bytes_read() - bytes0;
+    stats.read_us = provider_->read_us() - us0;
+    last_run_ = stats;
+    log(ONNXSTREAM_LOG_INFO, cat("run: ", stats.exec.run_us / 1000.0, " ms, weights ", stats.bytes_read, " bytes read in ",
+                                 stats.read_us / 1000.0, " ms, waited ", stats.exec.weight_wait_us / 1000.0, " ms"));
 }
 
 const std::string &Model::output_name(size_t i) const {

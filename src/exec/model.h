@@ -52,6 +52,11 @@ public:
     int find_output(const std::string &name) const;
 
     Allocator &allocator() { return alloc_; }
+    struct LastRun {
+        RunStats exec;
+        uint64_t bytes_read = 0, read_us = 0; // by the provider during the run (any thread)
+    };
+    const LastRun &last_run() const { return last_run_; }
     size_t threads() const { return pool_.threads(); }
     void set_log(LogFn fn, onnxstream_log_level_t min_level) {
         log_ = std::move(fn);
@@ -75,6 +80,7 @@ private:
     std::vector<Tensor> inputs_; // per graph input; empty until pushed
     std::map<std::vector<int>, Plan> plans_; // by input dtypes
     std::vector<Tensor> outputs_;
+    LastRun last_run_;
     LogFn log_;
     onnxstream_log_level_t log_level_ = ONNXSTREAM_LOG_WARNING;
 };

@@ -190,12 +190,23 @@ int main(int argc, char **argv) {
     if (args.ops_printf) check(model, onnxstream_model_set_progress_callback(model, print_op, nullptr));
 
     std::vector<double> times;
+    std::string weights_json;
     for (int r = 0; r < args.runs; ++r) {
         auto start = std::chrono::steady_clock::now();
         check(model, onnxstream_model_run(model));
         double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         times.push_back(s);
-        if (!args.json) std::printf("run %d: %.3f s\n", r + 1, s);
+        onnxstream_run_stats_t rs;
+        rs.struct_size = sizeof(rs);
+        check(model, onnxstream_model_run_stats(model, &rs));
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "{\"bytes_read\":%llu,\"read_s\":%.6f,\"wait_s\":%.6f}",
+                      static_cast<unsigned long long>(rs.weight_bytes_read), rs.weight_read_us / 1e6,
+                      rs.weight_wait_us / 1e6);
+        weights_json += (weights_json.empty() ? "" : ",") + std::string(buf);
+        if (!args.json)
+            std::printf("run %d: %.3f s (weights: %.1f MB read in %.3f s, run waited %.3f s for them)\n", r + 1, s,
+                        rs.weight_bytes_read / 1e6, rs.weight_read_us / 1e6, rs.weight_wait_us / 1e6);
     }
 
     onnxstream_memory_stats_t stats;
@@ -241,9 +252,10 @@ int main(int argc, char **argv) {
     if (args.json) {
         std::string runs;
         for (double t : times) runs += (runs.empty() ? "" : ",") + std::to_string(t);
-        std::printf("{\"outputs\":[%s],\"runs_s\":[%s],\"peak_rss_bytes\":%llu,\"peak_tensor_bytes\":%llu}\n",
+        std::printf("{\"outputs\":[%s],\"runs_s\":[%s],\"peak_rss_bytes\":%llu,\"peak_tensor_bytes\":%llu,"
+                    "\"weights\":[%s]}\n",
                     outputs_json.c_str(), runs.c_str(), static_cast<unsigned long long>(peak_rss),
-                    static_cast<unsigned long long>(stats.peak_bytes));
+                    static_cast<unsigned long long>(stats.peak_bytes), weights_json.c_str());
     } else {
         std::printf("peak RSS: %.1f MB, peak tensor bytes: %.1f MB\n", peak_rss / 1e6, stats.peak_bytes / 1e6);
     }

@@ -1,6 +1,7 @@
 #include "weights/callback.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "util/error.h"
@@ -34,6 +35,7 @@ public:
         WeightSpec plain = spec;
         plain.wanted = Layout::Plain; // hosts always serve the layout model.txt declares
         Tensor t;
+        auto start = std::chrono::steady_clock::now();
         if (vt_.acquire) {
             const void *data = nullptr;
             void *token = nullptr;
@@ -52,6 +54,9 @@ public:
             t = make_tensor(alloc, spec.dtype, spec.shape);
             check(vt_.read(user_data_, &r.req, t.raw()), r, spec, "read");
         }
+        read_us_ += static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+        bytes_read_ += spec.byte_size();
         t.set_quant(spec.quant);
         return adapt_weight_layout(std::move(t), spec, alloc);
     }

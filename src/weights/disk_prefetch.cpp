@@ -1,7 +1,6 @@
 // Reads weights ahead of use on a background thread, so disk I/O overlaps the current op's compute.
 // The run's fetch order is known from the plan; the reader stays at most `budget` bytes ahead (the
 // next weight is always allowed, so one weight larger than the budget still streams).
-#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -57,12 +56,9 @@ public:
                         order_[next_use_].wanted == spec.wanted;
         if (!expected) {
             lock.unlock();
-            return read_weight_file(resolve_weight_file(folder_, spec), spec, alloc);
+            return read_counted(spec, alloc);
         }
-        auto start = std::chrono::steady_clock::now();
         cv_.wait(lock, [this] { return !ready_.empty(); });
-        wait_us_ += static_cast<uint64_t>(
-            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
         Slot slot = std::move(ready_.front());
         ready_.pop_front();
         ++next_use_;
@@ -96,7 +92,7 @@ private:
             Slot slot;
             slot.bytes = spec.byte_size();
             try {
-                slot.tensor = read_weight_file(resolve_weight_file(folder_, spec), spec, *alloc);
+                slot.tensor = read_counted(spec, *alloc);
             } catch (...) {
                 slot.error = std::current_exception();
             }
@@ -118,7 +114,6 @@ private:
     size_t next_read_ = 0, next_use_ = 0, ahead_bytes_ = 0;
     std::deque<Slot> ready_;
     bool active_ = false, reading_ = false, quit_ = false;
-    uint64_t wait_us_ = 0;
     std::thread worker_; // last: started after every other member is constructed
 };
 

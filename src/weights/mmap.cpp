@@ -27,6 +27,7 @@ public:
         int err = errno;
         ::close(fd);
         if (p == MAP_FAILED) fail(ONNXSTREAM_ERR_IO, "cannot map weight file ", file.path, ": ", std::strerror(err));
+        bytes_read_ += bytes; // paged in lazily while the op computes
         Tensor t(spec.dtype, spec.shape, borrow_storage(p, bytes, [p, bytes]() { ::munmap(p, bytes); }));
         t.set_quant(spec.quant);
         t.set_layout(file.layout);

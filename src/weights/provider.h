@@ -3,6 +3,8 @@
 // them (mmap) or keeps them (ram).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,8 +30,16 @@ public:
     // OUT_OF_MEMORY.
     virtual Tensor fetch(const WeightSpec &spec, const Allocator &alloc) = 0;
 
+    // Bytes read from storage and time spent reading them (on any thread), since creation.
+    uint64_t bytes_read() const { return bytes_read_.load(); }
+    uint64_t read_us() const { return read_us_.load(); }
+
 protected:
+    // read_weight_file for `spec` from folder_, counted in bytes_read/read_us.
+    Tensor read_counted(const WeightSpec &spec, const Allocator &alloc);
+
     std::string folder_;
+    std::atomic<uint64_t> bytes_read_{0}, read_us_{0};
 };
 
 std::unique_ptr<WeightsProvider> make_nocache_provider();

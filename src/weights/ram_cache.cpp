@@ -17,7 +17,7 @@ public:
         auto key = std::make_pair(spec.file, spec.wanted);
         auto it = cache_.find(key);
         if (it == cache_.end())
-            it = cache_.emplace(key, read_weight_file(resolve_weight_file(folder_, spec), spec, alloc)).first;
+            it = cache_.emplace(key, read_counted(spec, alloc)).first;
         return it->second;
     }
 

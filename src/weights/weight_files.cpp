@@ -1,12 +1,14 @@
 #include "weights/weight_files.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <sys/stat.h>
 
 #include "util/error.h"
 #include "util/strings.h"
+#include "weights/provider.h"
 
 namespace onnxstream {
 
@@ -40,6 +42,15 @@ void transpose_conv_weight(const uint8_t *src, uint8_t *dst, const Shape &oihw, 
 }
 
 } // namespace
+
+Tensor WeightsProvider::read_counted(const WeightSpec &spec, const Allocator &alloc) {
+    auto start = std::chrono::steady_clock::now();
+    Tensor t = read_weight_file(resolve_weight_file(folder_, spec), spec, alloc);
+    read_us_ += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+    bytes_read_ += spec.byte_size();
+    return t;
+}
 
 ResolvedWeight resolve_weight_file(const std::string &folder, const WeightSpec &spec) {
     const uint64_t expected = spec.byte_size();

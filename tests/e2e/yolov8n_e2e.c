@@ -1,0 +1,239 @@
+/*
+ * End-to-end: the real YOLOv8n from ../shared/models/yolov8n on the real input must match ONNX
+ * Runtime's reference output (relative L2 <= 1e-4, max abs <= 1e-2) with every weights provider:
+ * the four built-in ones, a C callback provider (read), a zero-copy callback provider (acquire/release),
+ * and nocache over a folder holding only OnnxStream's "_nhwc.bin" conv weights.
+ * Usage: yolov8n_e2e SHARED_DIR
+ */
+#define _DEFAULT_SOURCE
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "onnxstream.h"
+
+static char model_dir[4096];
+static int failures = 0, passes = 0;
+
+static void *read_file(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *buf = malloc(n > 0 ? (size_t)n : 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *size = (size_t)n;
+    return buf;
+}
+
+/* --- a host provider that reads files itself (read path) ---------------------------------------- */
+static onnxstream_status_t host_read(void *user_data, const onnxstream_weight_request_t *req, void *dst) {
+    const char *dir = (const char *)user_data;
+    char path[8192];
+    snprintf(path, sizeof path, "%s/%s", dir, req->file);
+    size_t size = 0;
+    void *data = read_file(path, &size);
+    if (!data || size != req->byte_size) {
+        snprintf(req->error_message, req->error_message_capacity, "host could not read %s", path);
+        free(data);
+        return ONNXSTREAM_ERR_IO;
+    }
+    memcpy(dst, data, size);
+    free(data);
+    return ONNXSTREAM_OK;
+}
+
+/* --- a zero-copy host provider: lends malloc'ed buffers, counts acquire/release ------------------- */
+static int outstanding = 0, acquired = 0, destroyed = 0;
+static onnxstream_status_t host_acquire(void *user_data, const onnxstream_weight_request_t *req, const void **data,
+                                        void **token) {
+    const char *dir = (const char *)user_data;
+    char path[8192];
+    snprintf(path, sizeof path, "%s/%s", dir, req->file);
+    size_t size = 0;
+    void *buf = read_file(path, &size);
+    if (!buf || size != req->byte_size) {
+        free(buf);
+        snprintf(req->error_message, req->error_message_capacity, "host could not read %s", path);
+        return ONNXSTREAM_ERR_IO;
+    }
+    *data = buf;
+    *token = buf;
+    ++outstanding;
+    ++acquired;
+    return ONNXSTREAM_OK;
+}
+static void host_release(void *user_data, void *token) {
+    (void)user_data;
+    free(token);
+    --outstanding;
+}
+static void host_destroy(void *user_data) {
+    (void)user_data;
+    ++destroyed;
+}
+
+typedef enum { BUILTIN, CALLBACK_READ, CALLBACK_ACQUIRE } mode_t_;
+
+static void run_case(const char *label, const char *dir, mode_t_ mode, int provider, const float *input,
+                     const float *expected, size_t n_out) {
+    onnxstream_model_options_t options;
+    onnxstream_model_options_init(&options);
+    options.threads = 2;
+    options.provider = provider;
+    onnxstream_model_t *model = NULL;
+    if (onnxstream_model_create(&options, &model) != ONNXSTREAM_OK) {
+        printf("FAIL %s: create: %s\n", label, onnxstream_last_error());
+        ++failures;
+        return;
+    }
+    onnxstream_weights_provider_t vt;
+    memset(&vt, 0, sizeof vt);
+    vt.struct_size = sizeof vt;
+    if (mode == CALLBACK_READ) vt.read = host_read;
+    if (mode == CALLBACK_ACQUIRE) {
+        vt.acquire = host_acquire;
+        vt.release = host_release;
+        vt.destroy = host_destroy;
+    }
+    int64_t shape[4] = {1, 3, 640, 640};
+    onnxstream_status_t s = ONNXSTREAM_OK;
+    if (mode != BUILTIN) s = onnxstream_model_set_weights_provider(model, &vt, (void *)dir);
+    if (s == ONNXSTREAM_OK) s = onnxstream_model_load(model, dir);
+    if (s == ONNXSTREAM_OK)
+        s = onnxstream_model_push_tensor(model, "images", ONNXSTREAM_DTYPE_FLOAT32, 4, shape, input,
+                                         3 * 640 * 640 * sizeof(float));
+    /* Two runs: the second must give the same answer (caches, reused plans, prefetch restart). */
+    for (int r = 0; r < 2 && s == ONNXSTREAM_OK; ++r) s = onnxstream_model_run(model);
+    onnxstream_tensor_view_t view;
+    view.struct_size = sizeof view;
+    if (s == ONNXSTREAM_OK) s = onnxstream_model_get_output_by_name(model, "output0", &view);
+    if (s != ONNXSTREAM_OK) {
+        printf("FAIL %s: %s: %s\n", label, onnxstream_status_name(s), onnxstream_model_last_error(model));
+        ++failures;
+        onnxstream_model_destroy(model);
+        return;
+    }
+    if (view.dtype != ONNXSTREAM_DTYPE_FLOAT32 || view.rank != 3 || view.shape[0] != 1 || view.shape[1] != 84 ||
+        view.shape[2] != 8400 || view.byte_size != n_out * sizeof(float)) {
+        printf("FAIL %s: output0 has the wrong dtype/shape\n", label);
+        ++failures;
+        onnxstream_model_destroy(model);
+        return;
+    }
+    const float *got = (const float *)view.data;
+    double diff2 = 0, ref2 = 0, max_abs = 0;
+    for (size_t i = 0; i < n_out; ++i) {
+        double d = (double)got[i] - expected[i];
+        diff2 += d * d;
+        ref2 += (double)expected[i] * expected[i];
+        if (fabs(d) > max_abs || d != d) max_abs = d != d ? INFINITY : fabs(d);
+    }
+    double rel_l2 = sqrt(diff2 / ref2);
+    int ok = rel_l2 <= 1e-4 && max_abs <= 1e-2;
+    printf("%s %s: relative L2 %.3g, max abs %.3g\n", ok ? "ok  " : "FAIL", label, rel_l2, max_abs);
+    if (ok) ++passes;
+    else ++failures;
+    onnxstream_model_destroy(model);
+}
+
+/* A copy of the model folder (symlinks) without any "_nchw.bin" that has an "_nhwc.bin" twin. */
+static int make_nhwc_only_dir(char *out, size_t cap) {
+    snprintf(out, cap, "/tmp/onnxstream_nhwc_only_XXXXXX");
+    if (!mkdtemp(out)) return 0;
+    DIR *d = opendir(model_dir);
+    if (!d) return 0;
+    struct dirent *e;
+    int removed = 0;
+    while ((e = readdir(d))) {
+        const char *name = e->d_name;
+        if (name[0] == '.') continue;
+        size_t len = strlen(name);
+        if (len > 9 && strcmp(name + len - 9, "_nchw.bin") == 0) {
+            char twin[1024], twin_path[8192];
+            snprintf(twin, sizeof twin, "%.*s_nhwc.bin", (int)(len - 9), name);
+            snprintf(twin_path, sizeof twin_path, "%s/%s", model_dir, twin);
+            if (access(twin_path, R_OK) == 0) {
+                ++removed;
+                continue;
+            }
+        }
+        char src[8192], dst[8192];
+        snprintf(src, sizeof src, "%s/%s", model_dir, name);
+        snprintf(dst, sizeof dst, "%s/%s", out, name);
+        if (symlink(src, dst) != 0) return 0;
+    }
+    closedir(d);
+    return removed > 0;
+}
+
+static void remove_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char p[8192];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s SHARED_DIR\n", argv[0]);
+        return 2;
+    }
+    char *abs_shared = realpath(argv[1], NULL);
+    if (!abs_shared) {
+        fprintf(stderr, "shared folder %s not found\n", argv[1]);
+        return 2;
+    }
+    snprintf(model_dir, sizeof model_dir, "%s/models/yolov8n", abs_shared);
+    char in_path[8192], out_path[8192];
+    snprintf(in_path, sizeof in_path, "%s/data/yolov8n/input_images_1x3x640x640_f32.bin", abs_shared);
+    snprintf(out_path, sizeof out_path, "%s/data/yolov8n/expected_output0_1x84x8400_f32.bin", abs_shared);
+    size_t in_size = 0, out_size = 0;
+    float *input = (float *)read_file(in_path, &in_size);
+    float *expected = (float *)read_file(out_path, &out_size);
+    if (!input || !expected || in_size != 3 * 640 * 640 * 4 || out_size != 84 * 8400 * 4) {
+        fprintf(stderr, "cannot read the YOLOv8n reference data under %s/data/yolov8n\n", abs_shared);
+        return 2;
+    }
+    size_t n_out = out_size / sizeof(float);
+
+    run_case("nocache", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_NOCACHE, input, expected, n_out);
+    run_case("prefetch", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_PREFETCH, input, expected, n_out);
+    run_case("mmap", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_MMAP, input, expected, n_out);
+    run_case("ram", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_RAM, input, expected, n_out);
+    run_case("callback-read", model_dir, CALLBACK_READ, 0, input, expected, n_out);
+    run_case("callback-acquire", model_dir, CALLBACK_ACQUIRE, 0, input, expected, n_out);
+    if (outstanding != 0 || acquired == 0 || destroyed != 1) {
+        printf("FAIL callback-acquire: %d buffers still lent, %d acquired, destroy called %d times\n", outstanding,
+               acquired, destroyed);
+        ++failures;
+    }
+    char nhwc_dir[256];
+    if (make_nhwc_only_dir(nhwc_dir, sizeof nhwc_dir)) {
+        run_case("nhwc-only folder", nhwc_dir, BUILTIN, ONNXSTREAM_PROVIDER_NOCACHE, input, expected, n_out);
+    } else {
+        printf("FAIL could not build the nhwc-only folder\n");
+        ++failures;
+    }
+    remove_dir(nhwc_dir);
+    free(input);
+    free(expected);
+    free(abs_shared);
+    printf("%d passed, %d failed\n", passes, failures);
+    return failures ? 1 : 0;
+}
