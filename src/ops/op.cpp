@@ -30,6 +30,7 @@ void InferContext::require_dtype(size_t i, std::initializer_list<DType> allowed)
 Tensor &RunContext::alloc_output(size_t i) {
     const TensorInfo &info = out_infos_.at(i);
     outputs_.at(i) = make_tensor(alloc_, info.dtype, info.shape);
+    outputs_[i].set_quant(info.quant);
     return outputs_[i];
 }
 
