@@ -42,9 +42,15 @@ const Graph &Model::graph() const {
 }
 
 void Model::load_file(const std::string &path) {
+    // The handle's state is checked before the path, like load_string does, so the status does not
+    // depend on whether the new path happens to exist.
+    if (graph_) fail(ONNXSTREAM_ERR_BAD_STATE, "a model is already loaded in this handle; create a new one");
     std::string file = path;
     struct stat st;
     if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) file = (ends_with(path, "/") ? path : path + "/") + "model.txt";
+    // Opening a directory "succeeds" and reads as empty text, which would pass for an empty model.
+    if (::stat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+        fail(ONNXSTREAM_ERR_IO, "cannot read ", file, ": not a regular file");
     std::ifstream in(file, std::ios::binary);
     if (!in) fail(ONNXSTREAM_ERR_IO, "cannot open ", file, ": ", std::strerror(errno));
     std::ostringstream text;

@@ -19,6 +19,12 @@ bool is_safe_weight_file_name(const std::string &file) {
 Graph::Graph(ModelText text, const std::string &source) : text_(std::move(text)), source_(source) {
     const Registry &registry = Registry::builtin();
     std::map<std::string, std::pair<int, std::string>> unknown; // type -> (count, first op)
+    // Weight file -> first reference and its line. Providers and the planner cache weights by file name,
+    // so one file must have one dtype/shape/quantization everywhere.
+    std::unordered_map<std::string, std::pair<const TensorRef *, int>> weight_refs;
+    auto weight_decl = [](const TensorRef &r) {
+        return cat(dtype_name(r.dtype), r.quant.present ? "[" + r.quant_text + "]" : "", " ", shape_str(r.shape));
+    };
     nodes_.reserve(text_.ops.size());
     auto intern = [&](const TensorRef &ref, const OpLine &op) -> int {
         auto it = by_name_.find(ref.name);
@@ -56,6 +62,13 @@ Graph::Graph(ModelText text, const std::string &source) : text_(std::move(text))
                 if (!is_safe_weight_file_name(ref.name))
                     fail(ONNXSTREAM_ERR_INVALID_MODEL, source_, ":", op.line, ":", ref.column, ": weight file name '",
                          ref.name, "' is not a plain file name inside the model folder");
+                auto seen = weight_refs.emplace(ref.name, std::make_pair(&ref, op.line)).first->second;
+                const TensorRef &first = *seen.first;
+                if (first.dtype != ref.dtype || first.shape != ref.shape || first.quant.present != ref.quant.present ||
+                    first.quant_text != ref.quant_text)
+                    fail(ONNXSTREAM_ERR_INVALID_MODEL, source_, ":", op.line, ":", ref.column, ": weight file '",
+                         ref.name, "' is declared ", weight_decl(ref), " here but ", weight_decl(first), " on line ",
+                         seen.second);
                 in.kind = NodeInput::Weight;
                 in.weight.file = ref.name;
                 in.weight.dtype = ref.dtype;

@@ -1,11 +1,17 @@
 #include "graph/model_txt.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "util/error.h"
 #include "util/strings.h"
 
 namespace onnxstream {
 
 namespace {
+
+// Every dtype is at most 8 bytes, so byte sizes of shapes within this bound fit in int64_t.
+constexpr int64_t kMaxElements = int64_t(1) << 60;
 
 class LineParser {
 public:
@@ -15,14 +21,28 @@ public:
         fail(ONNXSTREAM_ERR_INVALID_MODEL, source_, ":", line_, ":", column, ": ", what);
     }
 
+    // Only canonical decimals are accepted (no sign, spaces or leading zeros): anything else would not
+    // be written back byte for byte. The element count is bounded so that byte sizes cannot overflow.
     Shape parse_dims(std::string_view text, int column) const {
         Shape shape;
         if (text.empty()) return shape; // scalar
+        int col = column;
         for (auto part : split(text, ',')) {
+            bool digits = !part.empty() && part.find_first_not_of("0123456789") == std::string_view::npos &&
+                          (part.size() == 1 || part[0] != '0');
+            if (!digits) error(col, cat("bad dimension '", part, "' (expected a non-negative integer)"));
             int64_t d = 0;
-            if (!parse_int64(part, d) || d < 0)
-                error(column, cat("bad dimension '", part, "' (expected a non-negative integer)"));
+            if (!parse_int64(part, d)) error(col, cat("dimension ", part, " is too large"));
             shape.push_back(d);
+            col += static_cast<int>(part.size()) + 1;
+        }
+        if (std::find(shape.begin(), shape.end(), 0) == shape.end()) {
+            int64_t n = 1;
+            for (int64_t d : shape) {
+                if (n > kMaxElements / d)
+                    error(column, cat("shape ", shape_str(shape), " has more than 2^60 elements"));
+                n *= d;
+            }
         }
         return shape;
     }
@@ -60,7 +80,8 @@ public:
             if (qp.size() != 2 || !parse_double(qp[0], scale) || !parse_int64(qp[1], zp))
                 error(inner_col, cat("bad quantization parameters '[", ref.quant_text,
                                      "]' (expected [scale,zero_point])"));
-            if (!(scale > 0)) error(inner_col, cat("quantization scale must be positive, got ", qp[0]));
+            if (!(scale > 0) || !std::isfinite(scale))
+                error(inner_col, cat("quantization scale must be positive and finite, got ", qp[0]));
             ref.quant = {true, scale, zp};
             type = type.substr(0, bracket);
         }
@@ -69,6 +90,9 @@ public:
             error(inner_col, cat("quantization parameters on a ", type, " weight"));
         if (ref.quant.present && ref.dtype == DType::U8 && (ref.quant.zero_point < 0 || ref.quant.zero_point > 255))
             error(inner_col, cat("uint8 zero point ", ref.quant.zero_point, " is outside 0..255"));
+        if (ref.quant.present && ref.dtype == DType::I8 &&
+            (ref.quant.zero_point < -128 || ref.quant.zero_point > 127))
+            error(inner_col, cat("int8 zero point ", ref.quant.zero_point, " is outside -128..127"));
         ref.shape = parse_dims(inner.substr(colon + 1), inner_col + static_cast<int>(colon) + 1);
         return ref;
     }
@@ -129,7 +153,8 @@ ModelText parse_model_txt(const std::string &text, const std::string &source) {
         std::string_view line(text.data() + pos, end - pos);
         pos = has_newline ? end + 1 : end;
         ++line_no;
-        bool cr = !line.empty() && line.back() == '\r';
+        // A '\r' only ends a line before '\n'; a lone one at the end of the file is a control character.
+        bool cr = has_newline && !line.empty() && line.back() == '\r';
         if (cr) line.remove_suffix(1);
         if (has_newline) {
             if (first_line) model.crlf = cr;
@@ -177,7 +202,10 @@ ModelText parse_model_txt(const std::string &text, const std::string &source) {
                     size_t c = item.find(':');
                     if (c == std::string_view::npos || c == 0)
                         p.error(acol, cat("expected KEY:VALUE attribute but found '", item, "'"));
-                    op.attrs.push_back({std::string(item.substr(0, c)), std::string(item.substr(c + 1)), acol});
+                    std::string key(item.substr(0, c));
+                    for (const auto &a : op.attrs)
+                        if (a.key == key) p.error(acol, cat("duplicate attribute '", key, "'"));
+                    op.attrs.push_back({std::move(key), std::string(item.substr(c + 1)), acol});
                     acol += static_cast<int>(item.size()) + 1;
                 }
             }

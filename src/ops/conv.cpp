@@ -1,7 +1,420 @@
+// Conv and ConvTranspose (1-D and 2-D) on NCHW activations, computed by XNNPACK in NHWC: the input is
+// transposed to NHWC, the kernel runs, and the result is transposed back. float16 tensors are computed
+// in float32.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ops/layout.h"
 #include "ops/registry.h"
+#include "util/strings.h"
+#include "xnnpack/conv.h"
 
 namespace onnxstream {
 
-void register_conv_ops(Registry &) {}
+namespace {
+
+// XNNPACK takes 32-bit geometry; larger values are valid ONNX but out of reach.
+constexpr int64_t kMaxGeometry = std::numeric_limits<int32_t>::max();
+
+template <typename... Args>[[noreturn]] void invalid(const std::string &where, Args &&...args) {
+    fail(ONNXSTREAM_ERR_INVALID_MODEL, where, ": ", std::forward<Args>(args)...);
+}
+
+enum class AutoPad { NotSet, SameUpper, SameLower, Valid };
+
+AutoPad parse_auto_pad(const Attributes &attrs, const std::string &where) {
+    std::string s = attrs.get_string("auto_pad", "NOTSET");
+    if (s == "NOTSET" || s.empty()) return AutoPad::NotSet;
+    if (s == "SAME_UPPER") return AutoPad::SameUpper;
+    if (s == "SAME_LOWER") return AutoPad::SameLower;
+    if (s == "VALID") return AutoPad::Valid;
+    invalid(where, "auto_pad is '", s, "', expected NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+}
+
+// An integer-list attribute with one value per spatial axis (or the default when absent).
+std::vector<int64_t> per_axis(const Attributes &attrs, const std::string &where, const char *name,
+                              size_t count, int64_t fallback, int64_t min) {
+    std::vector<int64_t> v = attrs.get_ints(name, {});
+    if (v.empty()) return std::vector<int64_t>(count, fallback);
+    if (v.size() != count) invalid(where, name, " has ", v.size(), " values, expected ", count);
+    for (int64_t x : v) {
+        if (x < min) invalid(where, name, " value ", x, " is out of range (expected >= ", min, ")");
+        if (x > kMaxGeometry)
+            fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": ", name, " value ", x, " is too large");
+    }
+    return v;
+}
+
+// Everything about a convolution that follows from the attributes and the input/weight shapes.
+struct ConvGeometry {
+    size_t spatial = 0;
+    int64_t batch = 0, in_channels = 0, out_channels = 0, group = 1;
+    std::vector<int64_t> in, kernel, strides, dilations, pad_begin, pad_end, out;
+    bool has_bias = false;
+};
+
+void check_common(const std::string &where, const Shape &x, const Shape &w, const char *op) {
+    if (x.size() < 3)
+        invalid(where, "input has shape ", shape_str(x), ", expected (N, C, spatial...) of rank 3 or 4");
+    if (x.size() > 4)
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": ", op, " over ", x.size() - 2,
+             " spatial axes is not supported (only 1-D and 2-D), input shape ", shape_str(x));
+    if (w.size() != x.size())
+        invalid(where, "weight has shape ", shape_str(w), " but the input ", shape_str(x), " needs a rank-",
+                x.size(), " weight");
+}
+
+void read_window_attrs(const Attributes &attrs, const std::string &where, ConvGeometry &g, const Shape &w) {
+    const size_t sp = g.spatial;
+    g.kernel.assign(w.begin() + 2, w.end());
+    std::vector<int64_t> ks = attrs.get_ints("kernel_shape", {});
+    if (!ks.empty() && ks != g.kernel)
+        invalid(where, "kernel_shape (", join_ints(ks), ") does not match the weight's spatial shape ",
+                shape_str(w));
+    for (int64_t k : g.kernel) {
+        if (k < 1) invalid(where, "weight has shape ", shape_str(w), ", kernel dimensions must be >= 1");
+        if (k > kMaxGeometry)
+            fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": kernel dimension ", k, " is too large");
+    }
+    g.strides = per_axis(attrs, where, "strides", sp, 1, 1);
+    g.dilations = per_axis(attrs, where, "dilations", sp, 1, 1);
+    std::vector<int64_t> pads = per_axis(attrs, where, "pads", 2 * sp, 0, 0);
+    g.pad_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(sp));
+    g.pad_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(sp), pads.end());
+}
+
+ConvGeometry conv_geometry(const Attributes &attrs, const std::string &where, const Shape &x,
+                           const Shape &w) {
+    check_common(where, x, w, "Conv");
+    ConvGeometry g;
+    g.spatial = x.size() - 2;
+    g.batch = x[0];
+    g.in_channels = x[1];
+    g.out_channels = w[0];
+    g.group = attrs.get_int("group", 1);
+    if (g.group < 1) invalid(where, "group is ", g.group, ", expected >= 1");
+    if (w[1] * g.group != g.in_channels)
+        invalid(where, "input has ", g.in_channels, " channels but the weight ", shape_str(w), " with group ",
+                g.group, " expects ", w[1] * g.group);
+    if (g.out_channels % g.group != 0)
+        invalid(where, "weight has ", g.out_channels, " output channels, not divisible by group ", g.group);
+    if (g.out_channels == 0 || w[1] == 0)
+        invalid(where, "weight has shape ", shape_str(w), " with a zero dimension");
+    read_window_attrs(attrs, where, g, w);
+    AutoPad ap = parse_auto_pad(attrs, where);
+    g.in.assign(x.begin() + 2, x.end());
+    g.out.resize(g.spatial);
+    for (size_t i = 0; i < g.spatial; ++i) {
+        const int64_t in = g.in[i], s = g.strides[i], dk = (g.kernel[i] - 1) * g.dilations[i] + 1;
+        if (ap == AutoPad::Valid) {
+            g.pad_begin[i] = g.pad_end[i] = 0;
+        } else if (ap == AutoPad::SameUpper || ap == AutoPad::SameLower) {
+            const int64_t target = (in + s - 1) / s;
+            const int64_t total = std::max<int64_t>(0, (target - 1) * s + dk - in);
+            g.pad_begin[i] = ap == AutoPad::SameUpper ? total / 2 : total - total / 2;
+            g.pad_end[i] = total - g.pad_begin[i];
+        }
+        const int64_t span = in + g.pad_begin[i] + g.pad_end[i] - dk;
+        if (span < 0)
+            invalid(where, "spatial axis ", i, ": the padded input (", in, " + pads ", g.pad_begin[i], ",",
+                    g.pad_end[i], ") is smaller than the dilated kernel (", dk, ")");
+        g.out[i] = span / s + 1;
+        if (in > kMaxGeometry || g.pad_begin[i] > kMaxGeometry || g.pad_end[i] > kMaxGeometry)
+            fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": spatial size or padding is too large");
+    }
+    return g;
+}
+
+// NCHW (any float dtype) -> NHWC float32, readable XNN_EXTRA_BYTES past its end.
+const float *input_nhwc(const RunContext &ctx, const Tensor &x, size_t n, size_t c, size_t hw,
+                        Tensor &holder) {
+    Tensor f32_holder;
+    const float *src = as_f32(ctx, x, f32_holder);
+    const bool same_order = c == 1 || hw == 1;
+    if (same_order && (!f32_holder.empty() || x.storage()->padded())) {
+        holder = f32_holder;
+        return src;
+    }
+    holder = ctx.scratch(DType::F32, {static_cast<int64_t>(n * c * hw)});
+    if (same_order)
+        std::memcpy(holder.data<float>(), src, n * c * hw * sizeof(float));
+    else
+        nchw_to_nhwc(src, holder.data<float>(), n, c, hw, ctx.pool());
+    return holder.data<float>();
+}
+
+// Where the kernel writes its NHWC float32 result: the output itself when no transpose or conversion is
+// needed, else scratch that finish_output() moves into the output.
+float *output_nhwc(const RunContext &ctx, Tensor &y, size_t c, size_t hw, Tensor &holder) {
+    if (y.dtype() == DType::F32 && (c == 1 || hw == 1)) return y.data<float>();
+    holder = ctx.scratch(DType::F32, y.shape());
+    return holder.data<float>();
+}
+
+void finish_output(const RunContext &ctx, Tensor &y, size_t n, size_t c, size_t hw, const Tensor &holder) {
+    if (holder.empty()) return;
+    if (c == 1 || hw == 1) {
+        // Only a float16 output gets here: NHWC is NCHW already, just convert.
+        store_f32_output(ctx, y, holder);
+        return;
+    }
+    Tensor staged;
+    nhwc_to_nchw(holder.data<float>(), out_f32(ctx, y, staged), n, c, hw, ctx.pool());
+    store_f32_output(ctx, y, staged);
+}
+
+std::vector<TensorInfo> conv_infer(const InferContext &ctx) {
+    ctx.require_inputs(2, 3);
+    ctx.require_dtype(0, {DType::F32, DType::F16});
+    ctx.require_dtype(1, {DType::F32, DType::F16});
+    const TensorInfo &x = ctx.input(0), &w = ctx.input(1);
+    ConvGeometry g = conv_geometry(ctx.attrs(), ctx.node.where, x.shape, w.shape);
+    if (ctx.has_input(2)) {
+        ctx.require_dtype(2, {DType::F32, DType::F16});
+        const Shape &b = ctx.input(2).shape;
+        if (b.size() != 1 || b[0] != g.out_channels)
+            ctx.error("bias has shape ", shape_str(b), ", expected (", g.out_channels, ")");
+    }
+    Shape out = {g.batch, g.out_channels};
+    out.insert(out.end(), g.out.begin(), g.out.end());
+    return {{x.dtype, out, {}}};
+}
+
+void conv_run(RunContext &ctx) {
+    const Tensor &x = ctx.input(0), &w = ctx.input(1);
+    ConvGeometry g = conv_geometry(ctx.attrs(), ctx.node.where, x.shape(), w.shape());
+    Tensor &y = ctx.alloc_output(0);
+    if (y.numel() == 0) return;
+    const bool two_d = g.spatial == 2;
+    const size_t n = static_cast<size_t>(g.batch), c = static_cast<size_t>(g.in_channels);
+    const size_t m = static_cast<size_t>(g.out_channels);
+    const size_t in_h = two_d ? static_cast<size_t>(g.in[0]) : 1, in_w = static_cast<size_t>(g.in.back());
+    const size_t out_hw = static_cast<size_t>(shape_numel(g.out));
+    const size_t group_in = c / static_cast<size_t>(g.group);
+    const size_t ksize = static_cast<size_t>(shape_numel(g.kernel));
+
+    // Kernel in OHWI float32. OnnxStream's "_nhwc.bin" weights arrive that way; run-time weights and
+    // 1-D kernels (OIW) are Plain and get transposed per output channel ([I][K] -> [K][I]).
+    Tensor w_f32_holder, w_ohwi_holder;
+    const float *kernel = as_f32(ctx, w, w_f32_holder);
+    if (w.layout() != Layout::OHWI && group_in > 1 && ksize > 1) {
+        w_ohwi_holder = ctx.scratch(DType::F32, w.shape());
+        transpose_batched(kernel, w_ohwi_holder.data<float>(), m, group_in, ksize, ctx.pool());
+        kernel = w_ohwi_holder.data<float>();
+    }
+    Tensor b_holder;
+    const float *bias = ctx.has_input(2) ? as_f32(ctx, ctx.input(2), b_holder) : nullptr;
+
+    Tensor in_holder, out_holder;
+    const float *in = input_nhwc(ctx, x, n, c, in_h * in_w, in_holder);
+    float *out = output_nhwc(ctx, y, m, out_hw, out_holder);
+
+    xnn::Conv2dShape s;
+    s.batch = n;
+    s.in_h = in_h;
+    s.in_w = in_w;
+    auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
+    const size_t a = two_d ? 1 : 0; // index of the width axis
+    s.kernel_w = u32(g.kernel[a]);
+    s.stride_w = u32(g.strides[a]);
+    s.dilation_w = u32(g.dilations[a]);
+    s.pad_left = u32(g.pad_begin[a]);
+    s.pad_right = u32(g.pad_end[a]);
+    if (two_d) {
+        s.kernel_h = u32(g.kernel[0]);
+        s.stride_h = u32(g.strides[0]);
+        s.dilation_h = u32(g.dilations[0]);
+        s.pad_top = u32(g.pad_begin[0]);
+        s.pad_bottom = u32(g.pad_end[0]);
+    }
+    s.groups = u32(g.group);
+    s.group_in = group_in;
+    s.group_out = m / static_cast<size_t>(g.group);
+    xnn::conv2d_nhwc_f32(s, in, kernel, bias, out, ctx.pool());
+    finish_output(ctx, y, n, m, out_hw, out_holder);
+}
+
+// ConvTranspose: the output index o along an axis maps to index o + pad_begin of the "full" transposed
+// convolution, whose length is stride*(in-1) + dilated kernel; positions outside it get the bias only.
+struct DeconvGeometry : ConvGeometry {
+    std::vector<int64_t> full;
+};
+
+DeconvGeometry deconv_geometry(const Attributes &attrs, const std::string &where, const Shape &x,
+                               const Shape &w) {
+    check_common(where, x, w, "ConvTranspose");
+    DeconvGeometry g;
+    g.spatial = x.size() - 2;
+    g.batch = x[0];
+    g.in_channels = x[1];
+    g.group = attrs.get_int("group", 1);
+    if (g.group < 1) invalid(where, "group is ", g.group, ", expected >= 1");
+    if (w[0] != g.in_channels)
+        invalid(where, "input has ", g.in_channels, " channels but the weight ", shape_str(w), " expects ",
+                w[0]);
+    if (g.in_channels % g.group != 0)
+        invalid(where, "input channels ", g.in_channels, " are not divisible by group ", g.group);
+    if (w[0] == 0 || w[1] == 0) invalid(where, "weight has shape ", shape_str(w), " with a zero dimension");
+    g.out_channels = w[1] * g.group;
+    read_window_attrs(attrs, where, g, w);
+    AutoPad ap = parse_auto_pad(attrs, where);
+    std::vector<int64_t> out_pad = per_axis(attrs, where, "output_padding", g.spatial, 0, 0);
+    std::vector<int64_t> out_shape = attrs.get_ints("output_shape", {});
+    if (!out_shape.empty() && out_shape.size() != g.spatial && out_shape.size() != g.spatial + 2)
+        invalid(where, "output_shape has ", out_shape.size(), " values, expected ", g.spatial);
+    if (out_shape.size() == g.spatial + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+    g.in.assign(x.begin() + 2, x.end());
+    g.out.resize(g.spatial);
+    g.full.resize(g.spatial);
+    for (size_t i = 0; i < g.spatial; ++i) {
+        const int64_t in = g.in[i], s = g.strides[i], dk = (g.kernel[i] - 1) * g.dilations[i] + 1;
+        if (in < 1) invalid(where, "input has shape ", shape_str(x), ", spatial dimensions must be >= 1");
+        g.full[i] = s * (in - 1) + dk;
+        // Padding derived from a target size: an odd unit goes to the end for SAME_UPPER and to the start
+        // otherwise (the ONNX text and ONNX Runtime 1.30; older ONNX Runtime releases had it reversed).
+        auto distribute = [&](int64_t target) {
+            const int64_t total = std::max<int64_t>(0, g.full[i] + out_pad[i] - target);
+            g.pad_begin[i] = ap == AutoPad::SameUpper ? total / 2 : total - total / 2;
+            g.pad_end[i] = total - g.pad_begin[i];
+        };
+        if (!out_shape.empty()) {
+            if (out_shape[i] < 1) invalid(where, "output_shape value ", out_shape[i], " must be >= 1");
+            distribute(out_shape[i]);
+            g.out[i] = out_shape[i];
+        } else {
+            if (ap == AutoPad::SameUpper || ap == AutoPad::SameLower)
+                distribute(in * s);
+            else if (ap == AutoPad::Valid)
+                g.pad_begin[i] = g.pad_end[i] = 0;
+            g.out[i] = g.full[i] + out_pad[i] - g.pad_begin[i] - g.pad_end[i];
+        }
+        if (g.out[i] < 1)
+            invalid(where, "spatial axis ", i, ": the output size ", g.out[i], " is not positive (pads ",
+                    g.pad_begin[i], ",", g.pad_end[i], " exceed the transposed convolution's ", g.full[i],
+                    ")");
+        if (g.full[i] > kMaxGeometry || g.out[i] > kMaxGeometry || g.pad_begin[i] > kMaxGeometry)
+            fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": spatial size or padding is too large");
+    }
+    return g;
+}
+
+std::vector<TensorInfo> deconv_infer(const InferContext &ctx) {
+    ctx.require_inputs(2, 3);
+    ctx.require_dtype(0, {DType::F32, DType::F16});
+    ctx.require_dtype(1, {DType::F32, DType::F16});
+    const TensorInfo &x = ctx.input(0), &w = ctx.input(1);
+    DeconvGeometry g = deconv_geometry(ctx.attrs(), ctx.node.where, x.shape, w.shape);
+    if (ctx.has_input(2)) {
+        ctx.require_dtype(2, {DType::F32, DType::F16});
+        const Shape &b = ctx.input(2).shape;
+        if (b.size() != 1 || b[0] != g.out_channels)
+            ctx.error("bias has shape ", shape_str(b), ", expected (", g.out_channels, ")");
+    }
+    Shape out = {g.batch, g.out_channels};
+    out.insert(out.end(), g.out.begin(), g.out.end());
+    return {{x.dtype, out, {}}};
+}
+
+void deconv_run(RunContext &ctx) {
+    const Tensor &x = ctx.input(0), &w = ctx.input(1);
+    DeconvGeometry g = deconv_geometry(ctx.attrs(), ctx.node.where, x.shape(), w.shape());
+    Tensor &y = ctx.alloc_output(0);
+    if (y.numel() == 0) return;
+    const bool two_d = g.spatial == 2;
+    const size_t n = static_cast<size_t>(g.batch), c = static_cast<size_t>(g.in_channels);
+    const size_t m = static_cast<size_t>(g.out_channels), groups = static_cast<size_t>(g.group);
+    const size_t group_in = c / groups, group_out = m / groups;
+    const size_t ksize = static_cast<size_t>(shape_numel(g.kernel));
+    const size_t in_h = two_d ? static_cast<size_t>(g.in[0]) : 1, in_w = static_cast<size_t>(g.in.back());
+    const size_t out_h = two_d ? static_cast<size_t>(g.out[0]) : 1, out_w = static_cast<size_t>(g.out.back());
+
+    Tensor b_holder;
+    const float *bias = ctx.has_input(2) ? as_f32(ctx, ctx.input(2), b_holder) : nullptr;
+
+    // Per axis: the rows XNNPACK produces are full indices [pad_begin, pad_begin + rows), rows = the
+    // part of the output inside the full convolution; the rest of the output (output_padding, an
+    // output_shape beyond the full size) is bias. XNNPACK appends up to stride-1 such rows itself.
+    struct Axis {
+        int64_t rows = 1, crop_end = 0, adjust = 0;
+    };
+    auto plan_axis = [&](size_t i) {
+        Axis ax;
+        ax.rows = std::min(g.out[i], g.full[i] - g.pad_begin[i]);
+        ax.crop_end = g.full[i] - g.pad_begin[i] - std::max<int64_t>(ax.rows, 0);
+        const int64_t missing = g.out[i] - std::max<int64_t>(ax.rows, 0);
+        if (ax.rows > 0 && missing < g.strides[i]) {
+            ax.adjust = missing;
+            ax.rows += missing;
+        }
+        return ax;
+    };
+    Axis ah = two_d ? plan_axis(0) : Axis{}, aw = plan_axis(g.spatial - 1);
+    const bool any_rows = ah.rows > 0 && aw.rows > 0;
+    const bool direct =
+        any_rows && static_cast<size_t>(ah.rows) == out_h && static_cast<size_t>(aw.rows) == out_w;
+
+    Tensor out_holder;
+    float *out = output_nhwc(ctx, y, m, out_h * out_w, out_holder);
+    if (!direct) {
+        // Start from bias everywhere; the computed block is copied in below.
+        for (size_t p = 0; p < n * out_h * out_w; ++p)
+            for (size_t o = 0; o < m; ++o) out[p * m + o] = bias ? bias[o] : 0.0f;
+    }
+    if (any_rows) {
+        // [C_in = g*gi][go][k] -> [g][go][k][gi]
+        Tensor w_holder, k_holder;
+        const float *wsrc = as_f32(ctx, w, w_holder);
+        k_holder = ctx.scratch(DType::F32, w.shape());
+        transpose_batched(wsrc, k_holder.data<float>(), groups, group_in, group_out * ksize, ctx.pool());
+
+        Tensor in_holder;
+        const float *in = input_nhwc(ctx, x, n, c, in_h * in_w, in_holder);
+        auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
+        xnn::Deconv2dShape s;
+        s.batch = n;
+        s.in_h = in_h;
+        s.in_w = in_w;
+        const size_t a = g.spatial - 1;
+        s.kernel_w = u32(g.kernel[a]);
+        s.stride_w = u32(g.strides[a]);
+        s.dilation_w = u32(g.dilations[a]);
+        s.pad_left = u32(g.pad_begin[a]);
+        s.pad_right = u32(aw.crop_end);
+        s.adjustment_w = u32(aw.adjust);
+        if (two_d) {
+            s.kernel_h = u32(g.kernel[0]);
+            s.stride_h = u32(g.strides[0]);
+            s.dilation_h = u32(g.dilations[0]);
+            s.pad_top = u32(g.pad_begin[0]);
+            s.pad_bottom = u32(ah.crop_end);
+            s.adjustment_h = u32(ah.adjust);
+        }
+        s.groups = u32(g.group);
+        s.group_in = group_in;
+        s.group_out = group_out;
+        if (direct) {
+            xnn::deconv2d_nhwc_f32(s, in, k_holder.data<float>(), bias, out, ctx.pool());
+        } else {
+            const size_t rh = static_cast<size_t>(ah.rows), rw = static_cast<size_t>(aw.rows);
+            Tensor block = ctx.scratch(DType::F32, {static_cast<int64_t>(n * rh * rw * m)});
+            xnn::deconv2d_nhwc_f32(s, in, k_holder.data<float>(), bias, block.data<float>(), ctx.pool());
+            for (size_t b = 0; b < n; ++b)
+                for (size_t r = 0; r < rh; ++r)
+                    std::memcpy(out + ((b * out_h + r) * out_w) * m,
+                                block.data<float>() + ((b * rh + r) * rw) * m, rw * m * sizeof(float));
+        }
+    }
+    finish_output(ctx, y, n, m, out_h * out_w, out_holder);
+}
+
+} // namespace
+
+void register_conv_ops(Registry &r) {
+    r.add("Conv", {conv_infer, conv_run, /*ohwi_weight_input=*/1, /*reads_weights_exactly=*/true});
+    r.add("ConvTranspose", {deconv_infer, deconv_run, -1, /*reads_weights_exactly=*/true});
+}
 
 } // namespace onnxstream

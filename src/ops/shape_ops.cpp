@@ -1,7 +1,494 @@
+// Shape and data-movement ops. They never look at element values (except the integer inputs that
+// describe shapes), so they work on element sizes 1/2/4/8 rather than per dtype. Reshape, Flatten,
+// Squeeze and Unsqueeze are zero-copy views. Outputs whose shape depends on a run-time input fall back
+// to model.txt's declared shape while planning; run computes the real shape and the executor checks it.
+// This file holds the shape-only ops and the registration of the whole family; region copies live in
+// copy_ops.cpp, index-driven ops in gather_scatter.cpp, permutations in transpose.cpp.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
 #include "ops/registry.h"
+#include "ops/shape_common.h"
+#include "tensor/half.h"
+#include "util/strings.h"
 
 namespace onnxstream {
 
-void register_shape_ops(Registry &) {}
+namespace shapeops {
+
+namespace {
+
+// Output 0's declared shape, for views whose shape a run-time input decides: it must keep the element
+// count of input 0.
+Shape declared_view_shape(const InferContext &ctx, const Shape &in) {
+    const Shape &d = ctx.declared_shape(0);
+    if (shape_numel(d) != shape_numel(in))
+        ctx.error("model.txt declares output shape ", shape_str(d), " (", shape_numel(d),
+                  " elements) for an input of shape ", shape_str(in), " (", shape_numel(in), " elements)");
+    return d;
+}
+
+// ---- Reshape ----
+
+Shape reshape_target(const std::string &where, const Shape &in, const std::vector<int64_t> &spec,
+                     bool allowzero) {
+    Shape out(spec.size());
+    int64_t infer_at = -1, known = 1;
+    for (size_t i = 0; i < spec.size(); ++i) {
+        int64_t v = spec[i];
+        if (v == -1) {
+            if (infer_at >= 0) invalid(where, "shape ", shape_str(spec), " has more than one -1");
+            infer_at = static_cast<int64_t>(i);
+            continue;
+        }
+        if (v == 0 && !allowzero) {
+            if (i >= in.size())
+                invalid(where, "shape ", shape_str(spec), " copies dimension ", i, " with 0 but the input ",
+                        shape_str(in), " has rank ", in.size());
+            v = in[i];
+        } else if (v < 0) {
+            invalid(where, "shape ", shape_str(spec), " has the invalid dimension ", v);
+        }
+        if (v > kMaxElements || (v != 0 && known > kMaxElements / v))
+            invalid(where, "shape ", shape_str(spec), " has too many elements");
+        out[i] = v;
+        known *= v;
+    }
+    int64_t numel = shape_numel(in);
+    if (infer_at >= 0) {
+        if (known == 0 || numel % known != 0)
+            invalid(where, "cannot reshape ", shape_str(in), " to ", shape_str(spec),
+                    ": -1 cannot be resolved");
+        out[static_cast<size_t>(infer_at)] = numel / known;
+    } else if (known != numel) {
+        invalid(where, "cannot reshape ", shape_str(in), " (", numel, " elements) to ", shape_str(out), " (",
+                known, " elements)");
+    }
+    return out;
+}
+
+std::vector<TensorInfo> reshape_infer(const InferContext &ctx) {
+    ctx.require_inputs(1, 2);
+    const TensorInfo &in = ctx.input(0);
+    bool allowzero = ctx.attrs().get_int("allowzero", 0) != 0;
+    if (!ctx.has_input(1)) { // opset 1-4: the shape is an attribute
+        if (!ctx.attrs().has("shape")) ctx.error("needs a shape input (or the opset-1 shape attribute)");
+        return {info_like(
+            in, reshape_target(ctx.node.where, in.shape, ctx.attrs().get_ints("shape"), allowzero))};
+    }
+    int64_t len = int_list_length(ctx, 1, "shape");
+    auto spec = const_ints(ctx, 1, "shape");
+    if (!spec) {
+        const Shape &d = declared_view_shape(ctx, in.shape);
+        if (static_cast<int64_t>(d.size()) != len)
+            ctx.error("model.txt declares a rank-", d.size(), " output but the shape input has ", len,
+                      " entries");
+        return {info_like(in, d)};
+    }
+    return {info_like(in, reshape_target(ctx.node.where, in.shape, *spec, allowzero))};
+}
+
+void reshape_run(RunContext &ctx) {
+    const Tensor &in = ctx.input(0);
+    bool allowzero = ctx.attrs().get_int("allowzero", 0) != 0;
+    std::vector<int64_t> spec = ctx.has_input(1) ? int_values(ctx.input(1)) : ctx.attrs().get_ints("shape");
+    ctx.set_output(0, in.reshaped(reshape_target(ctx.node.where, in.shape(), spec, allowzero)));
+}
+
+// ---- Flatten ----
+
+Shape flatten_shape(const std::string &where, const Shape &in, int64_t axis) {
+    int64_t r = static_cast<int64_t>(in.size());
+    if (axis < -r || axis > r)
+        invalid(where, "axis ", axis, " is out of range for rank ", r, " (expected ", -r, "..", r, ")");
+    if (axis < 0) axis += r;
+    int64_t a = 1, b = 1;
+    for (int64_t i = 0; i < r; ++i) (i < axis ? a : b) *= in[static_cast<size_t>(i)];
+    return {a, b};
+}
+
+std::vector<TensorInfo> flatten_infer(const InferContext &ctx) {
+    ctx.require_inputs(1, 1);
+    const TensorInfo &in = ctx.input(0);
+    return {info_like(in, flatten_shape(ctx.node.where, in.shape, ctx.attrs().get_int("axis", 1)))};
+}
+
+void flatten_run(RunContext &ctx) {
+    const Tensor &in = ctx.input(0);
+    ctx.set_output(0, in.reshaped(flatten_shape(ctx.node.where, in.shape(), ctx.attrs().get_int("axis", 1))));
+}
+
+// ---- Squeeze / Unsqueeze ----
+
+// Axes given as the opset<13 attribute or the opset-13 input 1. `known` is false when the input is
+// computed at run time; `given` is false when neither is present.
+struct Axes {
+    bool given = false, known = true;
+    std::vector<int64_t> values;
+};
+
+Axes infer_axes(const InferContext &ctx, size_t input) {
+    Axes a;
+    if (ctx.has_input(input)) {
+        a.given = true;
+        int_list_length(ctx, input, "axes");
+        auto v = const_ints(ctx, input, "axes");
+        if (v)
+            a.values = *v;
+        else
+            a.known = false;
+    } else if (ctx.attrs().has("axes")) {
+        a.given = true;
+        a.values = ctx.attrs().get_ints("axes");
+    }
+    return a;
+}
+
+Axes run_axes(const RunContext &ctx, size_t input) {
+    Axes a;
+    if (ctx.has_input(input)) {
+        a.given = true;
+        a.values = int_values(ctx.input(input));
+    } else if (ctx.attrs().has("axes")) {
+        a.given = true;
+        a.values = ctx.attrs().get_ints("axes");
+    }
+    return a;
+}
+
+Shape squeeze_shape(const std::string &where, const Shape &in, const Axes &axes) {
+    int64_t r = static_cast<int64_t>(in.size());
+    std::vector<bool> drop(in.size(), false);
+    if (!axes.given) {
+        for (size_t i = 0; i < in.size(); ++i) drop[i] = in[i] == 1;
+    } else {
+        for (int64_t a : normalize_axes(where, axes.values, r)) {
+            if (in[static_cast<size_t>(a)] != 1)
+                invalid(where, "cannot squeeze axis ", a, " of shape ", shape_str(in), ": its size is not 1");
+            drop[static_cast<size_t>(a)] = true;
+        }
+    }
+    Shape out;
+    for (size_t i = 0; i < in.size(); ++i)
+        if (!drop[i]) out.push_back(in[i]);
+    return out;
+}
+
+std::vector<TensorInfo> squeeze_infer(const InferContext &ctx) {
+    ctx.require_inputs(1, 2);
+    const TensorInfo &in = ctx.input(0);
+    Axes axes = infer_axes(ctx, 1);
+    if (!axes.known) return {info_like(in, declared_view_shape(ctx, in.shape))};
+    return {info_like(in, squeeze_shape(ctx.node.where, in.shape, axes))};
+}
+
+void squeeze_run(RunContext &ctx) {
+    const Tensor &in = ctx.input(0);
+    ctx.set_output(0, in.reshaped(squeeze_shape(ctx.node.where, in.shape(), run_axes(ctx, 1))));
+}
+
+Shape unsqueeze_shape(const std::string &where, const Shape &in, const Axes &axes) {
+    if (!axes.given) invalid(where, "needs axes (the axes input, or the axes attribute before opset 13)");
+    int64_t r = static_cast<int64_t>(in.size() + axes.values.size());
+    std::vector<bool> inserted(static_cast<size_t>(r), false);
+    for (int64_t a : normalize_axes(where, axes.values, r)) inserted[static_cast<size_t>(a)] = true;
+    Shape out;
+    size_t next = 0;
+    for (size_t i = 0; i < inserted.size(); ++i) out.push_back(inserted[i] ? 1 : in[next++]);
+    return out;
+}
+
+std::vector<TensorInfo> unsqueeze_infer(const InferContext &ctx) {
+    ctx.require_inputs(1, 2);
+    const TensorInfo &in = ctx.input(0);
+    Axes axes = infer_axes(ctx, 1);
+    if (!axes.known) return {info_like(in, declared_view_shape(ctx, in.shape))};
+    return {info_like(in, unsqueeze_shape(ctx.node.where, in.shape, axes))};
+}
+
+void unsqueeze_run(RunContext &ctx) {
+    const Tensor &in = ctx.input(0);
+    ctx.set_output(0, in.reshaped(unsqueeze_shape(ctx.node.where, in.shape(), run_axes(ctx, 1))));
+}
+
+// ---- Shape / Size ----
+
+// Opset 15's start/end slice of the shape, clamped like Slice.
+std::pair<int64_t, int64_t> shape_range(const Attributes &attrs, int64_t rank) {
+    auto clamp = [rank](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
+    int64_t start = clamp(attrs.get_int("start", 0)), end = clamp(attrs.get_int("end", rank));
+    return {start, std::max(start, end)};
+}
+
+std::vector<TensorInfo> shape_infer(const InferContext &ctx) {
+    ctx.require_inputs(1, 1);
+    auto [start, end] = shape_range(ctx.attrs(), static_cast<int64_t>(ctx.input(0).shape.size()));
+    return {TensorInfo{DType::I64, {end - start}, {}}};
+}
+
+void shape_run(RunContext &ctx) {
+    const Tensor &in = ctx.input(0);
+    auto [start, end] = shape_range(ctx.attrs(), static_cast<int64_t>(in.rank()));
+    Tensor &out = ctx.alloc_output(0);
+    for (int64_t i = start; i < end; ++i) out.data<int64_t>()[i - start] = in.dim(static_cast<size_t>(i));
+}
+
+std::vector<TensorInfo> size_infer(const InferContext &ctx) {
+    ctx.require_inputs(1, 1);
+    return {TensorInfo{DType::I64, {}, {}}};
+}
+
+void size_run(RunContext &ctx) { *ctx.alloc_output(0).data<int64_t>() = ctx.input(0).numel(); }
+
+// ---- ConstantOfShape ----
+
+// OnnxStream's onnx2txt writes a tensor attribute as the Python str() of its single element, so
+// `value` arrives as "0.0" (float), "1" (int) or "True" (bool) and its dtype is lost. We read it back
+// that way: a number with a decimal point, exponent, inf or nan is float32, an integer is int64,
+// True/False is bool. An optional `dtype` attribute (our extension: a model.txt dtype name such as
+// "float16", or an ONNX TensorProto data type number such as 10) names the dtype explicitly for the
+// cases this cannot recover (int32, float16, uint8, ...).
+struct FillValue {
+    DType dtype = DType::F32;
+    unsigned char bytes[8] = {};
+};
+
+FillValue constant_of_shape_value(const std::string &where, const Attributes &attrs) {
+    FillValue v;
+    const std::string *text = attrs.raw("value");
+    std::string value = text ? *text : "0.0";
+    bool is_bool_text = value == "True" || value == "False" || value == "true" || value == "false";
+    int64_t as_int = 0;
+    double as_double = 0;
+    bool int_text = parse_int64(value, as_int);
+    if (is_bool_text) as_int = value[0] == 'T' || value[0] == 't';
+    if (!is_bool_text && !int_text && !parse_double(value, as_double))
+        invalid(where, "attribute 'value' is '", value, "', expected a number or True/False");
+    if (int_text || is_bool_text) as_double = static_cast<double>(as_int);
+
+    if (const std::string *d = attrs.raw("dtype")) {
+        int64_t onnx_type = 0;
+        if (parse_int64(*d, onnx_type)) {
+            switch (onnx_type) {
+            case 1: v.dtype = DType::F32; break;
+            case 2: v.dtype = DType::U8; break;
+            case 3: v.dtype = DType::I8; break;
+            case 6: v.dtype = DType::I32; break;
+            case 7: v.dtype = DType::I64; break;
+            case 9: v.dtype = DType::Bool; break;
+            case 10: v.dtype = DType::F16; break;
+            default:
+                fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": dtype ", onnx_type,
+                     " is not supported (ONNX data types 1, 2, 3, 6, 7, 9, 10)");
+            }
+        } else if (!parse_dtype(*d, v.dtype)) {
+            invalid(where, "attribute 'dtype' is '", *d, "', expected a dtype name such as float32 or int64");
+        }
+    } else if (is_bool_text) {
+        v.dtype = DType::Bool;
+    } else if (int_text) {
+        v.dtype = DType::I64;
+    }
+    if (v.dtype == DType::I64 && (int_text || is_bool_text))
+        std::memcpy(v.bytes, &as_int, 8);
+    else
+        store_scalar(v.dtype, as_double, v.bytes);
+    return v;
+}
+
+std::vector<TensorInfo> constant_of_shape_infer(const InferContext &ctx) {
+    ctx.require_inputs(1, 1);
+    FillValue v = constant_of_shape_value(ctx.node.where, ctx.attrs());
+    int64_t len = int_list_length(ctx, 0, "shape");
+    auto dims = const_ints(ctx, 0, "shape");
+    if (!dims) {
+        const Shape &d = ctx.declared_shape(0);
+        if (static_cast<int64_t>(d.size()) != len)
+            ctx.error("model.txt declares a rank-", d.size(), " output but the shape input has ", len,
+                      " entries");
+        return {TensorInfo{v.dtype, d, {}}};
+    }
+    return {TensorInfo{v.dtype, checked_shape(ctx.node.where, *dims, "shape"), {}}};
+}
+
+void constant_of_shape_run(RunContext &ctx) {
+    FillValue v = constant_of_shape_value(ctx.node.where, ctx.attrs());
+    Shape shape = checked_shape(ctx.node.where, int_values(ctx.input(0)), "shape");
+    Tensor &out = ctx.alloc_output(0, v.dtype, shape);
+    fill_elements(out.raw(), static_cast<size_t>(out.numel()), v.bytes, dtype_size(v.dtype));
+}
+
+// ---- Range ----
+
+struct RangeArgs {
+    float start = 0, diff = 0, delta = 0; // float dtypes: limit - start taken in float, as ONNX Runtime does
+    int64_t istart = 0, ilimit = 0, idelta = 0;
+};
+
+RangeArgs range_args(const Tensor *const t[3]) {
+    RangeArgs a;
+    if (is_float(t[0]->dtype())) {
+        a.start = float_at(*t[0], 0);
+        a.diff = float_at(*t[1], 0) - a.start;
+        a.delta = float_at(*t[2], 0);
+    } else {
+        a.istart = int_at(*t[0], 0);
+        a.ilimit = int_at(*t[1], 0);
+        a.idelta = int_at(*t[2], 0);
+    }
+    return a;
+}
+
+// Element count: ceil((limit - start) / delta), at least 0; exact for integer ranges.
+int64_t range_count(const std::string &where, DType dtype, const RangeArgs &a) {
+    constexpr int64_t kMax = int64_t{1} << 40;
+    if (!is_float(dtype)) {
+        if (a.idelta == 0) invalid(where, "delta must not be zero");
+        bool up = a.idelta > 0;
+        if (up ? a.ilimit <= a.istart : a.ilimit >= a.istart) return 0;
+        // Unsigned differences cannot overflow, whatever the int64 endpoints.
+        uint64_t span = up ? static_cast<uint64_t>(a.ilimit) - static_cast<uint64_t>(a.istart)
+                           : static_cast<uint64_t>(a.istart) - static_cast<uint64_t>(a.ilimit);
+        uint64_t step = up ? static_cast<uint64_t>(a.idelta) : uint64_t{0} - static_cast<uint64_t>(a.idelta);
+        uint64_t n = (span - 1) / step + 1;
+        if (n > static_cast<uint64_t>(kMax))
+            invalid(where, "range (", a.istart, ", ", a.ilimit, ", ", a.idelta, ") is too long");
+        return static_cast<int64_t>(n);
+    }
+    if (a.delta == 0) invalid(where, "delta must not be zero");
+    double n = std::ceil(static_cast<double>(a.diff) / static_cast<double>(a.delta));
+    if (!(n < static_cast<double>(kMax)))
+        invalid(where, "range (start ", a.start, ", delta ", a.delta, ") is too long");
+    return n > 0 ? static_cast<int64_t>(n) : 0;
+}
+
+std::vector<TensorInfo> range_infer(const InferContext &ctx) {
+    ctx.require_inputs(3, 3);
+    DType dt = ctx.input(0).dtype;
+    if (dt != DType::F32 && dt != DType::F16 && dt != DType::I64 && dt != DType::I32)
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": dtype ", dtype_name(dt),
+             " is not supported (float32, float16, int64, int32)");
+    for (size_t k = 0; k < 3; ++k) {
+        const TensorInfo &in = ctx.input(k);
+        if (in.dtype != dt) ctx.error("inputs must share one dtype; input ", k, " is ", dtype_name(in.dtype));
+        if (shape_numel(in.shape) != 1 || in.shape.size() > 1)
+            ctx.error("input ", k, " must be a scalar, got shape ", shape_str(in.shape));
+    }
+    const Tensor *t[3] = {ctx.constant(0), ctx.constant(1), ctx.constant(2)};
+    if (!t[0] || !t[1] || !t[2]) {
+        const Shape &d = ctx.declared_shape(0);
+        if (d.size() != 1)
+            ctx.error("model.txt declares a rank-", d.size(), " output but Range makes 1-D tensors");
+        return {TensorInfo{dt, d, {}}};
+    }
+    return {TensorInfo{dt, {range_count(ctx.node.where, dt, range_args(t))}, {}}};
+}
+
+void range_run(RunContext &ctx) {
+    const Tensor *t[3] = {&ctx.input(0), &ctx.input(1), &ctx.input(2)};
+    DType dt = t[0]->dtype();
+    RangeArgs a = range_args(t);
+    int64_t n = range_count(ctx.node.where, dt, a);
+    Tensor &out = ctx.alloc_output(0, dt, {n});
+    // Floats accumulate (v += delta) rather than computing start + i * delta: that is what ONNX
+    // Runtime does, and its rounding is what the reference results carry.
+    switch (dt) {
+    case DType::I64: {
+        int64_t *o = out.data<int64_t>();
+        // Unsigned arithmetic: the values stay between start and limit, the intermediate may not.
+        for (int64_t i = 0; i < n; ++i)
+            o[i] = static_cast<int64_t>(static_cast<uint64_t>(a.istart) +
+                                        static_cast<uint64_t>(i) * static_cast<uint64_t>(a.idelta));
+        break;
+    }
+    case DType::I32: {
+        int32_t *o = out.data<int32_t>();
+        for (int64_t i = 0; i < n; ++i) o[i] = static_cast<int32_t>(a.istart + i * a.idelta);
+        break;
+    }
+    case DType::F32: {
+        float *o = out.data<float>(), v = a.start;
+        for (int64_t i = 0; i < n; ++i, v += a.delta) o[i] = v;
+        break;
+    }
+    default: {
+        uint16_t *o = out.data<uint16_t>();
+        float v = a.start;
+        for (int64_t i = 0; i < n; ++i, v += a.delta) o[i] = float_to_half(v);
+        break;
+    }
+    }
+}
+
+// ---- Trilu ----
+
+std::vector<TensorInfo> trilu_infer(const InferContext &ctx) {
+    ctx.require_inputs(1, 2);
+    const TensorInfo &in = ctx.input(0);
+    if (in.shape.size() < 2) ctx.error("expects a tensor of rank >= 2, got shape ", shape_str(in.shape));
+    if (ctx.has_input(1)) {
+        const TensorInfo &k = ctx.input(1);
+        if (k.dtype != DType::I64 || shape_numel(k.shape) != 1) ctx.error("k must be an int64 scalar");
+    }
+    return {info_like(in, in.shape)};
+}
+
+void trilu_run(RunContext &ctx) {
+    const Tensor &in = ctx.input(0);
+    int64_t k = ctx.has_input(1) ? int_at(ctx.input(1), 0) : 0;
+    bool upper = ctx.attrs().get_int("upper", 1) != 0;
+    Tensor &out = alloc_like_input(ctx);
+    size_t esz = dtype_size(in.dtype());
+    int64_t rows = in.dim(in.rank() - 2), cols = in.dim(in.rank() - 1);
+    int64_t total_rows = rows == 0 ? 0 : in.numel() / cols;
+    if (cols == 0) return;
+    const char *src = static_cast<const char *>(in.raw());
+    char *dst = static_cast<char *>(out.raw());
+    size_t tile = task_tile(static_cast<size_t>(cols) * esz);
+    // Zero bytes are zero in every dtype (0.0f, half 0, false), so rows are a copy plus a memset.
+    parallel_for(ctx.pool(), static_cast<size_t>(total_rows), tile, [&](size_t b, size_t e) {
+        for (size_t r = b; r < e; ++r) {
+            int64_t i = static_cast<int64_t>(r) % rows;
+            size_t row = r * static_cast<size_t>(cols) * esz;
+            // Kept columns: j >= i + k (upper) or j <= i + k (lower).
+            int64_t lo = upper ? std::clamp<int64_t>(i + k, 0, cols) : 0;
+            int64_t hi = upper ? cols : std::clamp<int64_t>(i + k + 1, 0, cols);
+            std::memset(dst + row, 0, static_cast<size_t>(lo) * esz);
+            if (hi > lo)
+                std::memcpy(dst + row + lo * esz, src + row + lo * esz, static_cast<size_t>(hi - lo) * esz);
+            std::memset(dst + row + hi * esz, 0, static_cast<size_t>(cols - hi) * esz);
+        }
+    });
+}
+
+} // namespace
+
+} // namespace shapeops
+
+void register_shape_ops(Registry &r) {
+    using namespace shapeops;
+    r.add("Reshape", {reshape_infer, reshape_run});
+    r.add("Flatten", {flatten_infer, flatten_run});
+    r.add("Squeeze", {squeeze_infer, squeeze_run});
+    r.add("Unsqueeze", {unsqueeze_infer, unsqueeze_run});
+    r.add("Transpose", {transpose_infer, transpose_run});
+    r.add("Concat", {concat_infer, concat_run});
+    r.add("Split", {split_infer, split_run});
+    r.add("Slice", {slice_infer, slice_run});
+    r.add("Gather", {gather_infer, gather_run});
+    r.add("GatherElements", {gather_elements_infer, gather_elements_run});
+    r.add("ScatterND", {scatter_nd_infer, scatter_nd_run});
+    r.add("Expand", {expand_infer, expand_run});
+    r.add("Tile", {tile_infer, tile_run});
+    r.add("Pad", {pad_infer, pad_run});
+    r.add("Shape", {shape_infer, shape_run});
+    r.add("Size", {size_infer, size_run});
+    r.add("ConstantOfShape", {constant_of_shape_infer, constant_of_shape_run});
+    r.add("Range", {range_infer, range_run});
+    r.add("Trilu", {trilu_infer, trilu_run});
+    r.add("DepthToSpace", {depth_to_space_infer, depth_to_space_run});
+    r.add("SpaceToDepth", {space_to_depth_infer, space_to_depth_run});
+}
 
 } // namespace onnxstream

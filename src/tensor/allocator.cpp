@@ -1,5 +1,6 @@
 #include "tensor/allocator.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
@@ -15,6 +16,8 @@ void MemoryCounter::add(uint64_t bytes) {
 }
 
 std::shared_ptr<Storage> Allocator::allocate(size_t bytes) const {
+    if (bytes > SIZE_MAX / 2)
+        fail(ONNXSTREAM_ERR_OUT_OF_MEMORY, "cannot allocate a tensor of ", bytes, " bytes");
     size_t total = (bytes + kTensorPadding + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
     void *p = std::aligned_alloc(kTensorAlignment, total);
     if (!p) fail(ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory allocating a tensor of ", bytes, " bytes");

@@ -28,6 +28,9 @@ template <typename... Args> std::string cat(Args &&...args) {
     return out.str();
 }
 
+// "ONNXSTREAM_ERR_IO"; "ONNXSTREAM_UNKNOWN_STATUS" for values this version lacks.
+const char *status_name(Status status);
+
 template <typename... Args>[[noreturn]] void fail(Status status, Args &&...args) {
     throw Error(status, cat(std::forward<Args>(args)...));
 }

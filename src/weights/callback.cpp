@@ -83,7 +83,7 @@ private:
         if (s == ONNXSTREAM_OK) return;
         r.message[sizeof(r.message) - 1] = '\0';
         fail(ONNXSTREAM_ERR_CALLBACK, "weights provider failed for '", spec.file, "' (", spec.byte_size(),
-             " bytes, ", what, " returned ", onnxstream_status_name(s), ")",
+             " bytes, ", what, " returned ", status_name(s), ")",
              r.message[0] ? ": " : "", r.message);
     }
 

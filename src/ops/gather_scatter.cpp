@@ -1,0 +1,312 @@
+// Index-driven data movement: Gather, GatherElements, ScatterND. Indices are checked at run time
+// (negative ones count from the end); an index outside its axis is an INVALID_ARGUMENT error since it
+// usually comes from the data being processed.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <type_traits>
+
+#include "ops/shape_common.h"
+#include "tensor/half.h"
+
+namespace onnxstream::shapeops {
+
+namespace {
+
+template <typename I> int64_t index_at(const void *p, size_t i) { return static_cast<const I *>(p)[i]; }
+
+int64_t checked_index(const std::string &where, int64_t v, int64_t dim, const char *what) {
+    if (v < -dim || v >= dim)
+        fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, where, ": ", what, " ", v,
+             " is out of range for an axis of size ", dim, " (expected ", -dim, "..", dim - 1, ")");
+    return v < 0 ? v + dim : v;
+}
+
+// All index values of an int32/int64 tensor, normalised against `dim`.
+std::vector<int64_t> normalized_indices(const std::string &where, const Tensor &t, int64_t dim) {
+    std::vector<int64_t> out(static_cast<size_t>(t.numel()));
+    bool i64 = t.dtype() == DType::I64;
+    for (size_t i = 0; i < out.size(); ++i)
+        out[i] = checked_index(where, i64 ? index_at<int64_t>(t.raw(), i) : index_at<int32_t>(t.raw(), i),
+                               dim, "index");
+    return out;
+}
+
+void require_index_dtype(const InferContext &ctx, size_t i) {
+    DType d = ctx.input(i).dtype;
+    if (d != DType::I64 && d != DType::I32)
+        ctx.error("indices (input ", i, ") must be int64 or int32, got ", dtype_name(d));
+}
+
+template <typename T>
+void gather_scalars(T *dst, const T *src, const std::vector<int64_t> &idx, size_t begin, size_t end,
+                    int64_t m, int64_t n) {
+    for (size_t it = begin; it < end; ++it) {
+        int64_t o = static_cast<int64_t>(it) / m, j = static_cast<int64_t>(it) % m;
+        dst[it] = src[o * n + idx[static_cast<size_t>(j)]];
+    }
+}
+
+} // namespace
+
+// ---- Gather ----
+
+std::vector<TensorInfo> gather_infer(const InferContext &ctx) {
+    ctx.require_inputs(2, 2);
+    const TensorInfo &data = ctx.input(0);
+    const TensorInfo &indices = ctx.input(1);
+    require_index_dtype(ctx, 1);
+    int64_t rank = static_cast<int64_t>(data.shape.size());
+    if (rank == 0) ctx.error("cannot gather from a scalar");
+    size_t axis = static_cast<size_t>(normalize_axis(ctx.node.where, ctx.attrs().get_int("axis", 0), rank));
+    if (const Tensor *t = ctx.constant(1)) { // weight indices: a bad one is the model's fault
+        int64_t dim = data.shape[axis];
+        for (int64_t v : int_values(*t))
+            if (v < -dim || v >= dim) ctx.error("index ", v, " is out of range for an axis of size ", dim);
+    }
+    Shape out(data.shape.begin(), data.shape.begin() + static_cast<std::ptrdiff_t>(axis));
+    out.insert(out.end(), indices.shape.begin(), indices.shape.end());
+    out.insert(out.end(), data.shape.begin() + static_cast<std::ptrdiff_t>(axis) + 1, data.shape.end());
+    return {info_like(data, out)};
+}
+
+void gather_run(RunContext &ctx) {
+    const Tensor &data = ctx.input(0);
+    size_t axis = static_cast<size_t>(
+        normalize_axis(ctx.node.where, ctx.attrs().get_int("axis", 0), static_cast<int64_t>(data.rank())));
+    int64_t n = data.dim(axis);
+    std::vector<int64_t> idx = normalized_indices(ctx.node.where, ctx.input(1), n);
+    Tensor &out = alloc_like_input(ctx);
+    size_t esz = dtype_size(data.dtype());
+    int64_t outer = 1, inner = 1;
+    for (size_t i = 0; i < data.rank(); ++i)
+        if (i < axis)
+            outer *= data.dim(i);
+        else if (i > axis)
+            inner *= data.dim(i);
+    int64_t m = static_cast<int64_t>(idx.size());
+    size_t items = static_cast<size_t>(outer * m);
+    if (items == 0 || inner == 0) return;
+    if (inner == 1) {
+        parallel_for(ctx.pool(), items, task_tile(esz), [&](size_t b, size_t e) {
+            switch (esz) {
+            case 1: gather_scalars(out.data<uint8_t>(), data.data<uint8_t>(), idx, b, e, m, n); break;
+            case 2: gather_scalars(out.data<uint16_t>(), data.data<uint16_t>(), idx, b, e, m, n); break;
+            case 4: gather_scalars(out.data<uint32_t>(), data.data<uint32_t>(), idx, b, e, m, n); break;
+            default: gather_scalars(out.data<uint64_t>(), data.data<uint64_t>(), idx, b, e, m, n); break;
+            }
+        });
+        return;
+    }
+    size_t block = static_cast<size_t>(inner) * esz;
+    const char *src = static_cast<const char *>(data.raw());
+    char *dst = static_cast<char *>(out.raw());
+    parallel_for(ctx.pool(), items, task_tile(block), [&](size_t b, size_t e) {
+        for (size_t it = b; it < e; ++it) {
+            int64_t o = static_cast<int64_t>(it) / m, j = static_cast<int64_t>(it) % m;
+            std::memcpy(dst + it * block,
+                        src + static_cast<size_t>(o * n + idx[static_cast<size_t>(j)]) * block, block);
+        }
+    });
+}
+
+// ---- GatherElements ----
+
+std::vector<TensorInfo> gather_elements_infer(const InferContext &ctx) {
+    ctx.require_inputs(2, 2);
+    const TensorInfo &data = ctx.input(0);
+    const TensorInfo &indices = ctx.input(1);
+    require_index_dtype(ctx, 1);
+    int64_t rank = static_cast<int64_t>(data.shape.size());
+    if (rank == 0) ctx.error("cannot gather from a scalar");
+    size_t axis = static_cast<size_t>(normalize_axis(ctx.node.where, ctx.attrs().get_int("axis", 0), rank));
+    if (indices.shape.size() != data.shape.size())
+        ctx.error("indices have rank ", indices.shape.size(), " but data has rank ", rank);
+    for (size_t i = 0; i < data.shape.size(); ++i)
+        if (i != axis && indices.shape[i] > data.shape[i])
+            ctx.error("indices shape ", shape_str(indices.shape), " exceeds data shape ",
+                      shape_str(data.shape), " on axis ", i);
+    return {info_like(data, indices.shape)};
+}
+
+namespace {
+// Out-of-range indices raise `bad` (exceptions must not leave pool threads); the caller reports them.
+template <typename T, typename I>
+void gather_elements_rows(T *dst, const T *src, const I *idx, const Shape &ishape,
+                          const std::vector<int64_t> &dstrides, size_t axis, int64_t axis_dim,
+                          std::atomic<bool> &bad, size_t row_begin, size_t row_end) {
+    size_t r = ishape.size();
+    int64_t width = ishape[r - 1], axis_stride = dstrides[axis];
+    std::vector<int64_t> pos(r - 1);
+    int64_t linear = static_cast<int64_t>(row_begin);
+    for (size_t i = r - 1; i-- > 0;) {
+        pos[i] = linear % ishape[i];
+        linear /= ishape[i];
+    }
+    // Along the last axis the row's own position is replaced by the index; otherwise it advances by 1.
+    int64_t j_stride = axis == r - 1 ? 0 : 1;
+    for (size_t row = row_begin; row < row_end; ++row) {
+        int64_t base = 0;
+        for (size_t i = 0; i + 1 < r; ++i)
+            if (i != axis) base += pos[i] * dstrides[i];
+        size_t o = row * static_cast<size_t>(width);
+        for (int64_t j = 0; j < width; ++j) {
+            int64_t v = static_cast<int64_t>(idx[o + static_cast<size_t>(j)]);
+            if (v < 0) v += axis_dim;
+            if (v < 0 || v >= axis_dim) {
+                bad.store(true, std::memory_order_relaxed);
+                v = 0;
+            }
+            dst[o + static_cast<size_t>(j)] = src[base + j * j_stride + v * axis_stride];
+        }
+        for (size_t i = r - 1; i-- > 0;) {
+            if (++pos[i] < ishape[i]) break;
+            pos[i] = 0;
+        }
+    }
+}
+
+template <typename T>
+void gather_elements_typed(RunContext &ctx, const Tensor &data, const Tensor &indices, Tensor &out,
+                           size_t axis) {
+    const Shape &ishape = indices.shape();
+    std::vector<int64_t> dstrides = contiguous_strides(data.shape());
+    int64_t width = ishape.back();
+    size_t rows = static_cast<size_t>(indices.numel() / width);
+    size_t tile = task_tile(static_cast<size_t>(width) * sizeof(T));
+    int64_t axis_dim = data.dim(axis);
+    std::atomic<bool> bad{false};
+    parallel_for(ctx.pool(), rows, tile, [&](size_t b, size_t e) {
+        if (indices.dtype() == DType::I64)
+            gather_elements_rows(out.data<T>(), data.data<T>(), indices.data<int64_t>(), ishape, dstrides,
+                                 axis, axis_dim, bad, b, e);
+        else
+            gather_elements_rows(out.data<T>(), data.data<T>(), indices.data<int32_t>(), ishape, dstrides,
+                                 axis, axis_dim, bad, b, e);
+    });
+    if (bad) normalized_indices(ctx.node.where, indices, axis_dim); // throws, naming the first bad index
+}
+} // namespace
+
+void gather_elements_run(RunContext &ctx) {
+    const Tensor &data = ctx.input(0);
+    const Tensor &indices = ctx.input(1);
+    size_t axis = static_cast<size_t>(
+        normalize_axis(ctx.node.where, ctx.attrs().get_int("axis", 0), static_cast<int64_t>(data.rank())));
+    Tensor &out = alloc_like_input(ctx);
+    if (out.numel() == 0) return;
+    switch (dtype_size(data.dtype())) {
+    case 1: gather_elements_typed<uint8_t>(ctx, data, indices, out, axis); break;
+    case 2: gather_elements_typed<uint16_t>(ctx, data, indices, out, axis); break;
+    case 4: gather_elements_typed<uint32_t>(ctx, data, indices, out, axis); break;
+    default: gather_elements_typed<uint64_t>(ctx, data, indices, out, axis); break;
+    }
+}
+
+// ---- ScatterND ----
+
+namespace {
+enum class Reduction { None, Add, Mul, Max, Min };
+
+Reduction scatter_reduction(const std::string &where, const Attributes &attrs) {
+    std::string r = attrs.get_string("reduction", "none");
+    if (r == "none") return Reduction::None;
+    if (r == "add") return Reduction::Add;
+    if (r == "mul") return Reduction::Mul;
+    if (r == "max") return Reduction::Max;
+    if (r == "min") return Reduction::Min;
+    fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": reduction '", r,
+         "' is not supported (none, add, mul, max, min)");
+}
+
+template <typename T> T reduce_one(T a, T b, Reduction r) {
+    if constexpr (std::is_integral_v<T>) { // two's complement wrap-around, never signed overflow
+        using U = std::make_unsigned_t<T>;
+        if (r == Reduction::Add) return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+        if (r == Reduction::Mul)
+            return static_cast<T>(static_cast<U>(static_cast<uint64_t>(static_cast<U>(a)) *
+                                                 static_cast<uint64_t>(static_cast<U>(b))));
+    }
+    switch (r) {
+    case Reduction::Add: return static_cast<T>(a + b);
+    case Reduction::Mul: return static_cast<T>(a * b);
+    case Reduction::Max: return std::max(a, b);
+    default: return std::min(a, b);
+    }
+}
+
+template <typename T> void reduce_slice(void *dst, const void *src, size_t n, Reduction r) {
+    T *d = static_cast<T *>(dst);
+    const T *s = static_cast<const T *>(src);
+    for (size_t i = 0; i < n; ++i) d[i] = reduce_one(d[i], s[i], r);
+}
+
+void reduce_slice_half(void *dst, const void *src, size_t n, Reduction r) {
+    uint16_t *d = static_cast<uint16_t *>(dst);
+    const uint16_t *s = static_cast<const uint16_t *>(src);
+    for (size_t i = 0; i < n; ++i)
+        d[i] = float_to_half(reduce_one(half_to_float(d[i]), half_to_float(s[i]), r));
+}
+} // namespace
+
+std::vector<TensorInfo> scatter_nd_infer(const InferContext &ctx) {
+    ctx.require_inputs(3, 3);
+    const TensorInfo &data = ctx.input(0);
+    const TensorInfo &indices = ctx.input(1);
+    const TensorInfo &updates = ctx.input(2);
+    if (indices.dtype != DType::I64) ctx.error("indices must be int64, got ", dtype_name(indices.dtype));
+    if (updates.dtype != data.dtype)
+        ctx.error("updates are ", dtype_name(updates.dtype), " but data is ", dtype_name(data.dtype));
+    Reduction red = scatter_reduction(ctx.node.where, ctx.attrs());
+    if (red != Reduction::None && data.dtype == DType::Bool)
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": reductions on bool tensors are not supported");
+    if (data.shape.empty() || indices.shape.empty()) ctx.error("data and indices must have rank >= 1");
+    int64_t k = indices.shape.back();
+    if (k < 1 || k > static_cast<int64_t>(data.shape.size()))
+        ctx.error("the last dimension of indices is ", k, ", expected 1..", data.shape.size());
+    Shape expected(indices.shape.begin(), indices.shape.end() - 1);
+    expected.insert(expected.end(), data.shape.begin() + k, data.shape.end());
+    if (updates.shape != expected)
+        ctx.error("updates have shape ", shape_str(updates.shape), ", expected ", shape_str(expected));
+    return {info_like(data, data.shape)};
+}
+
+void scatter_nd_run(RunContext &ctx) {
+    const Tensor &data = ctx.input(0);
+    const Tensor &indices = ctx.input(1);
+    const Tensor &updates = ctx.input(2);
+    Reduction red = scatter_reduction(ctx.node.where, ctx.attrs());
+    Tensor &out = alloc_like_input(ctx);
+    parallel_memcpy(ctx.pool(), out.raw(), data.raw(), data.byte_size());
+    size_t k = static_cast<size_t>(indices.shape().back());
+    std::vector<int64_t> strides = contiguous_strides(data.shape());
+    size_t esz = dtype_size(data.dtype());
+    size_t slice = 1;
+    for (size_t i = k; i < data.rank(); ++i) slice *= static_cast<size_t>(data.dim(i));
+    size_t count = k == 0 ? 0 : static_cast<size_t>(indices.numel()) / k;
+    const int64_t *idx = indices.data<int64_t>();
+    char *dst = static_cast<char *>(out.raw());
+    const char *src = static_cast<const char *>(updates.raw());
+    // Sequential over updates: duplicate indices must accumulate (reductions) or let the last write win.
+    for (size_t u = 0; u < count; ++u) {
+        int64_t off = 0;
+        for (size_t j = 0; j < k; ++j)
+            off += checked_index(ctx.node.where, idx[u * k + j], data.dim(j), "index") * strides[j];
+        char *d = dst + static_cast<size_t>(off) * esz;
+        const char *s = src + u * slice * esz;
+        if (red == Reduction::None) {
+            parallel_memcpy(ctx.pool(), d, s, slice * esz);
+            continue;
+        }
+        switch (data.dtype()) {
+        case DType::F32: reduce_slice<float>(d, s, slice, red); break;
+        case DType::F16: reduce_slice_half(d, s, slice, red); break;
+        case DType::I64: reduce_slice<int64_t>(d, s, slice, red); break;
+        case DType::I32: reduce_slice<int32_t>(d, s, slice, red); break;
+        case DType::I8: reduce_slice<int8_t>(d, s, slice, red); break;
+        default: reduce_slice<uint8_t>(d, s, slice, red); break;
+        }
+    }
+}
+
+} // namespace onnxstream::shapeops

@@ -1,0 +1,322 @@
+// MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool on NCHW tensors of any spatial rank, computed in
+// place on the NCHW layout: whole output rows are accumulated with contiguous, vectorisable loops, so no
+// transposes are needed (XNNPACK's NHWC pooling plus the two transposes measured slower on large maps and
+// at best 0.1 ms faster on YOLOv8's 20x20 SPPF pools). float16 tensors are computed in float32. Output
+// sizes, ceil_mode windows and count_include_pad divisors follow ONNX Runtime.
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ops/layout.h"
+#include "ops/registry.h"
+
+namespace onnxstream {
+
+namespace {
+
+template <typename... Args>[[noreturn]] void invalid(const std::string &where, Args &&...args) {
+    fail(ONNXSTREAM_ERR_INVALID_MODEL, where, ": ", std::forward<Args>(args)...);
+}
+
+struct PoolGeometry {
+    size_t spatial = 0;
+    int64_t planes = 0; // N * C
+    Shape in, kernel, strides, dilations, pad_begin, pad_end, out;
+};
+
+std::vector<int64_t> per_axis(const Attributes &attrs, const std::string &where, const char *name,
+                              size_t count, int64_t fallback, int64_t min) {
+    std::vector<int64_t> v = attrs.get_ints(name, {});
+    if (v.empty()) return std::vector<int64_t>(count, fallback);
+    if (v.size() != count) invalid(where, name, " has ", v.size(), " values, expected ", count);
+    for (int64_t x : v)
+        if (x < min) invalid(where, name, " value ", x, " is out of range (expected >= ", min, ")");
+    return v;
+}
+
+void check_spatial_input(const std::string &where, const Shape &x) {
+    if (x.size() < 3)
+        invalid(where, "input has shape ", shape_str(x), ", expected (N, C, spatial...) of rank >= 3");
+}
+
+PoolGeometry pool_geometry(const Attributes &attrs, const std::string &where, const Shape &x) {
+    check_spatial_input(where, x);
+    PoolGeometry g;
+    g.spatial = x.size() - 2;
+    g.planes = x[0] * x[1];
+    g.in.assign(x.begin() + 2, x.end());
+    g.kernel = attrs.get_ints("kernel_shape", {});
+    if (g.kernel.size() != g.spatial)
+        invalid(where, "kernel_shape has ", g.kernel.size(), " values, expected one per spatial axis (",
+                g.spatial, ")");
+    for (int64_t k : g.kernel)
+        if (k < 1) invalid(where, "kernel_shape value ", k, " must be >= 1");
+    g.strides = per_axis(attrs, where, "strides", g.spatial, 1, 1);
+    g.dilations = per_axis(attrs, where, "dilations", g.spatial, 1, 1);
+    std::vector<int64_t> pads = per_axis(attrs, where, "pads", 2 * g.spatial, 0, 0);
+    g.pad_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(g.spatial));
+    g.pad_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(g.spatial), pads.end());
+    const int64_t ceil_mode = attrs.get_int("ceil_mode", 0);
+    if (ceil_mode != 0 && ceil_mode != 1) invalid(where, "ceil_mode is ", ceil_mode, ", expected 0 or 1");
+    std::string auto_pad = attrs.get_string("auto_pad", "NOTSET");
+    if (auto_pad.empty()) auto_pad = "NOTSET";
+    if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
+        invalid(where, "auto_pad is '", auto_pad, "', expected NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+    g.out.resize(g.spatial);
+    for (size_t i = 0; i < g.spatial; ++i) {
+        const int64_t in = g.in[i], s = g.strides[i], dk = (g.kernel[i] - 1) * g.dilations[i] + 1;
+        if (auto_pad == "VALID") {
+            g.pad_begin[i] = g.pad_end[i] = 0;
+        } else if (auto_pad != "NOTSET") {
+            const int64_t target = (in + s - 1) / s;
+            const int64_t total = std::max<int64_t>(0, (target - 1) * s + dk - in);
+            g.pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+            g.pad_end[i] = total - g.pad_begin[i];
+        }
+        const int64_t span = in + g.pad_begin[i] + g.pad_end[i] - dk;
+        if (span < 0)
+            invalid(where, "spatial axis ", i, ": the padded input (", in, " + pads ", g.pad_begin[i], ",",
+                    g.pad_end[i], ") is smaller than the dilated kernel (", dk, ")");
+        int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+        // A ceil_mode window must start inside the input or its leading padding (ONNX Runtime, PyTorch).
+        if (ceil_mode && (out - 1) * s >= in + g.pad_begin[i]) --out;
+        g.out[i] = out;
+    }
+    return g;
+}
+
+// Per spatial axis: for every output index, the window's valid input indices and its divisor share.
+struct PoolAxis {
+    // The valid inputs of output o are first[o] + j*dilation for j < count_valid[o].
+    std::vector<int64_t> first, count_valid, count_padded;
+    int64_t dilation = 1;
+};
+
+PoolAxis pool_axis(const PoolGeometry &g, size_t a) {
+    PoolAxis ax;
+    const int64_t in = g.in[a], s = g.strides[a], k = g.kernel[a], d = g.dilations[a], pb = g.pad_begin[a];
+    ax.dilation = d;
+    for (int64_t o = 0; o < g.out[a]; ++o) {
+        const int64_t start = o * s - pb;
+        // Taps j with 0 <= start + j*d < in.
+        const int64_t j0 = start >= 0 ? 0 : (-start + d - 1) / d;
+        const int64_t j1 = std::min(k, start >= in ? 0 : (in - 1 - start) / d + 1);
+        ax.first.push_back(start + j0 * d);
+        ax.count_valid.push_back(std::max<int64_t>(0, j1 - j0));
+        // count_include_pad counts the window's taps inside the padded input (not beyond it).
+        const int64_t end = std::min(start + k * d, in + g.pad_end[a]);
+        ax.count_padded.push_back(end > start ? 1 + (end - start - 1) / d : 0);
+    }
+    return ax;
+}
+
+enum class PoolKind { Max, Avg };
+
+// y[plane][out...] from x[plane][in...]. Max and sum over a window are separable because the valid part
+// of a window is a box: pass 1 pools every input row along the innermost axis (into `rows`, or straight
+// into y for 1-D), pass 2 combines whole pooled rows over the window taps of the outer axes. Every
+// inner loop runs over contiguous floats. `rows` holds planes * (input rows) * out_w floats.
+void pool_nchw(const float *x, float *y, float *rows, const PoolGeometry &g, PoolKind kind, bool include_pad,
+               pthreadpool_t pool) {
+    const size_t sp = g.spatial, last = sp - 1;
+    std::vector<PoolAxis> axes;
+    for (size_t a = 0; a < sp; ++a) axes.push_back(pool_axis(g, a));
+    const int64_t in_w = g.in[last], out_w = g.out[last], s = g.strides[last], d = g.dilations[last];
+    const int64_t pb = g.pad_begin[last], k = g.kernel[last];
+    const bool is_max = kind == PoolKind::Max;
+    const float init = is_max ? std::numeric_limits<float>::lowest() : 0.0f;
+    // Innermost taps: input index ow*s + off, valid for ow in [lo, hi).
+    struct Tap {
+        int64_t off, lo, hi;
+    };
+    std::vector<Tap> taps;
+    for (int64_t j = 0; j < k; ++j) {
+        const int64_t off = j * d - pb;
+        const int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
+        const int64_t hi = std::min(out_w, in_w - 1 - off < 0 ? 0 : (in_w - 1 - off) / s + 1);
+        if (lo < hi) taps.push_back({off, lo, hi});
+    }
+    int64_t in_rows = 1, out_rows = 1;
+    for (size_t a = 0; a < last; ++a) {
+        in_rows *= g.in[a];
+        out_rows *= g.out[a];
+    }
+    float *pooled = sp == 1 ? y : rows;
+    const size_t n_in_rows = static_cast<size_t>(g.planes * in_rows);
+    const size_t row_work = static_cast<size_t>(std::max<int64_t>(1, out_w * k));
+    parallel_for(pool, n_in_rows, std::max<size_t>(1, 8192 / row_work), [&](size_t begin, size_t end) {
+        for (size_t r = begin; r < end; ++r) {
+            const float *src_row = x + static_cast<int64_t>(r) * in_w;
+            float *dst = pooled + static_cast<int64_t>(r) * out_w;
+            std::fill(dst, dst + out_w, init);
+            for (const Tap &t : taps) {
+                const float *src = src_row + t.off;
+                if (is_max && s == 1) {
+                    for (int64_t o = t.lo; o < t.hi; ++o) dst[o] = src[o] > dst[o] ? src[o] : dst[o];
+                } else if (is_max) {
+                    for (int64_t o = t.lo; o < t.hi; ++o) dst[o] = src[o * s] > dst[o] ? src[o * s] : dst[o];
+                } else if (s == 1) {
+                    for (int64_t o = t.lo; o < t.hi; ++o) dst[o] += src[o];
+                } else {
+                    for (int64_t o = t.lo; o < t.hi; ++o) dst[o] += src[o * s];
+                }
+            }
+        }
+    });
+
+    std::vector<int64_t> in_strides(sp, 1); // in rows, over the outer axes
+    for (size_t a = last; a-- > 1;) in_strides[a - 1] = in_strides[a] * g.in[a];
+    const PoolAxis &wax = axes[last];
+    const size_t n_out_rows = static_cast<size_t>(g.planes * out_rows);
+    parallel_for(pool, n_out_rows, std::max<size_t>(1, 8192 / row_work), [&](size_t begin, size_t end) {
+        std::vector<int64_t> oc(sp, 0), tap(sp, 0);
+        for (size_t r = begin; r < end; ++r) {
+            const int64_t plane = static_cast<int64_t>(r) / out_rows;
+            int64_t rem = static_cast<int64_t>(r) % out_rows;
+            for (size_t a = last; a-- > 0;) {
+                oc[a] = rem % g.out[a];
+                rem /= g.out[a];
+            }
+            float *yr = y + static_cast<int64_t>(r) * out_w;
+            int64_t outer_valid = 1, outer_padded = 1;
+            for (size_t a = 0; a < last; ++a) {
+                outer_valid *= axes[a].count_valid[static_cast<size_t>(oc[a])];
+                outer_padded *= axes[a].count_padded[static_cast<size_t>(oc[a])];
+                tap[a] = 0;
+            }
+            if (sp > 1) {
+                std::fill(yr, yr + out_w, init);
+                // Odometer over the valid taps of the outer axes.
+                while (outer_valid > 0) {
+                    int64_t in_row = plane * in_rows;
+                    for (size_t a = 0; a < last; ++a)
+                        in_row += (axes[a].first[static_cast<size_t>(oc[a])] + tap[a] * axes[a].dilation) *
+                                  in_strides[a];
+                    const float *src = rows + in_row * out_w;
+                    if (is_max) {
+                        for (int64_t o = 0; o < out_w; ++o) yr[o] = src[o] > yr[o] ? src[o] : yr[o];
+                    } else {
+                        for (int64_t o = 0; o < out_w; ++o) yr[o] += src[o];
+                    }
+                    size_t a = last;
+                    while (a-- > 0) {
+                        if (++tap[a] < axes[a].count_valid[static_cast<size_t>(oc[a])]) break;
+                        tap[a] = 0;
+                    }
+                    if (a == static_cast<size_t>(-1)) break;
+                }
+            }
+            if (!is_max) {
+                for (int64_t o = 0; o < out_w; ++o) {
+                    const int64_t valid = outer_valid * wax.count_valid[static_cast<size_t>(o)];
+                    const int64_t count =
+                        include_pad ? outer_padded * wax.count_padded[static_cast<size_t>(o)] : valid;
+                    yr[o] = valid > 0 ? yr[o] / static_cast<float>(count) : 0.0f;
+                }
+            }
+        }
+    });
+}
+
+std::vector<TensorInfo> pool_infer(const InferContext &ctx) {
+    ctx.require_inputs(1, 1);
+    ctx.require_dtype(0, {DType::F32, DType::F16});
+    if (ctx.output_count() > 1)
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": the Indices output of ", ctx.node.type,
+             " is not supported (only the pooled values)");
+    if (ctx.node.type == "MaxPool" && ctx.attrs().get_int("storage_order", 0) != 0 &&
+        ctx.attrs().get_int("storage_order", 0) != 1)
+        ctx.error("storage_order must be 0 or 1");
+    if (ctx.node.type == "AveragePool") {
+        const int64_t cip = ctx.attrs().get_int("count_include_pad", 0);
+        if (cip != 0 && cip != 1) ctx.error("count_include_pad is ", cip, ", expected 0 or 1");
+    }
+    const TensorInfo &x = ctx.input(0);
+    PoolGeometry g = pool_geometry(ctx.attrs(), ctx.node.where, x.shape);
+    Shape out = {x.shape[0], x.shape[1]};
+    out.insert(out.end(), g.out.begin(), g.out.end());
+    return {{x.dtype, out, {}}};
+}
+
+void pool_run(RunContext &ctx) {
+    const Tensor &x = ctx.input(0);
+    PoolGeometry g = pool_geometry(ctx.attrs(), ctx.node.where, x.shape());
+    Tensor &y = ctx.alloc_output(0);
+    if (y.numel() == 0) return;
+    const bool avg = ctx.node.type == "AveragePool";
+    Tensor in_holder, out_holder;
+    const float *in = as_f32(ctx, x, in_holder);
+    float *out = out_f32(ctx, y, out_holder);
+    Tensor rows;
+    if (g.spatial > 1) {
+        int64_t in_rows = g.planes;
+        for (size_t a = 0; a + 1 < g.spatial; ++a) in_rows *= g.in[a];
+        rows = ctx.scratch(DType::F32, {in_rows, g.out.back()});
+    }
+    pool_nchw(in, out, rows.empty() ? nullptr : rows.data<float>(), g, avg ? PoolKind::Avg : PoolKind::Max,
+              avg && ctx.attrs().get_int("count_include_pad", 0) == 1, ctx.pool());
+    store_f32_output(ctx, y, out_holder);
+}
+
+std::vector<TensorInfo> global_pool_infer(const InferContext &ctx) {
+    ctx.require_inputs(1, 1);
+    ctx.require_dtype(0, {DType::F32, DType::F16});
+    const TensorInfo &x = ctx.input(0);
+    check_spatial_input(ctx.node.where, x.shape);
+    Shape out(x.shape.size(), 1);
+    out[0] = x.shape[0];
+    out[1] = x.shape[1];
+    return {{x.dtype, out, {}}};
+}
+
+void global_pool_run(RunContext &ctx) {
+    const Tensor &x = ctx.input(0);
+    Tensor &y = ctx.alloc_output(0);
+    if (y.numel() == 0) return;
+    const size_t planes = static_cast<size_t>(x.dim(0) * x.dim(1));
+    const size_t n = static_cast<size_t>(x.numel()) / planes;
+    const bool avg = ctx.node.type == "GlobalAveragePool";
+    Tensor in_holder, out_holder;
+    const float *in = as_f32(ctx, x, in_holder);
+    float *out = out_f32(ctx, y, out_holder);
+    if (n == 0) {
+        // Averaging nothing is 0/0 (ONNX Runtime's mean); the maximum of nothing is the lowest float.
+        std::fill(out, out + planes,
+                  avg ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::lowest());
+    } else {
+        parallel_for(ctx.pool(), planes, std::max<size_t>(1, 16384 / n), [&](size_t b, size_t e) {
+            for (size_t p = b; p < e; ++p) {
+                const float *src = in + p * n;
+                if (avg) {
+                    // Eight partial sums: vectorisable, and closer to a pairwise sum than one running total.
+                    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+                    size_t i = 0;
+                    for (; i + 8 <= n; i += 8)
+                        for (size_t j = 0; j < 8; ++j) acc[j] += src[i + j];
+                    float sum = 0;
+                    for (; i < n; ++i) sum += src[i];
+                    for (float v : acc) sum += v;
+                    out[p] = sum / static_cast<float>(n);
+                } else {
+                    float m = src[0];
+                    for (size_t i = 1; i < n; ++i) m = src[i] > m ? src[i] : m;
+                    out[p] = m;
+                }
+            }
+        });
+    }
+    store_f32_output(ctx, y, out_holder);
+}
+
+} // namespace
+
+// Called by register_resize_pool_ops (ops/resize_pool.cpp).
+void register_pool_ops(Registry &r) {
+    r.add("MaxPool", {pool_infer, pool_run});
+    r.add("AveragePool", {pool_infer, pool_run});
+    r.add("GlobalAveragePool", {global_pool_infer, global_pool_run});
+    r.add("GlobalMaxPool", {global_pool_infer, global_pool_run});
+}
+
+} // namespace onnxstream

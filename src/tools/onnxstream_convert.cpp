@@ -1,0 +1,112 @@
+// onnxstream-convert: turn an ONNX model into an OnnxStream model folder (model.txt + .bin weights).
+// Written against the public C API only, like any user program would be.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "onnxstream.h"
+
+namespace {
+
+const char *kUsage =
+    "usage: onnxstream-convert MODEL.onnx OUT_DIR [--fp16] [--keep-fp32 PATTERN]... [--input-shape NAME=d0,d1,...]...\n"
+    "                          [--report]\n"
+    "  Converts MODEL.onnx (external data is read from next to it) into the new folder OUT_DIR.\n"
+    "  --fp16                 store float32 weights as float16\n"
+    "  --keep-fp32 PATTERN    with --fp16, keep weights whose ONNX name or file name matches this shell\n"
+    "                         pattern (fnmatch) in float32, e.g. '*norm*' (repeatable)\n"
+    "  --input-shape N=d,...  fix the shape of input N where the model leaves dimensions symbolic (repeatable)\n"
+    "  --report               print op-type counts before/after simplification, weight bytes, largest weight\n";
+
+[[noreturn]] void die(std::string message) {
+    // One line: messages relayed from the ONNX library may carry line breaks.
+    for (char &c : message)
+        if (c == '\n' || c == '\r') c = ' ';
+    while (!message.empty() && message.back() == ' ') message.pop_back();
+    std::fprintf(stderr, "onnxstream-convert: %s\n", message.c_str());
+    std::exit(1);
+}
+
+struct Args {
+    std::string model, out_dir;
+    bool fp16 = false, report = false;
+    std::vector<std::string> keep_fp32, input_shapes;
+};
+
+Args parse_args(int argc, char **argv) {
+    Args a;
+    std::vector<std::string> positional;
+    for (int i = 1; i < argc; ++i) {
+        std::string arg = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) die(arg + " needs a value (see --help)");
+            return argv[++i];
+        };
+        if (arg == "--help" || arg == "-h") {
+            std::fputs(kUsage, stdout);
+            std::exit(0);
+        } else if (arg == "--fp16") {
+            a.fp16 = true;
+        } else if (arg == "--report") {
+            a.report = true;
+        } else if (arg == "--keep-fp32") {
+            a.keep_fp32.push_back(value());
+        } else if (arg.rfind("--keep-fp32=", 0) == 0) {
+            a.keep_fp32.push_back(arg.substr(12));
+        } else if (arg == "--input-shape") {
+            a.input_shapes.push_back(value());
+        } else if (arg.rfind("--input-shape=", 0) == 0) {
+            a.input_shapes.push_back(arg.substr(14));
+        } else if (arg.size() > 1 && arg[0] == '-') {
+            die("unknown option " + arg + " (see --help)");
+        } else {
+            positional.push_back(arg);
+        }
+    }
+    if (positional.size() != 2) {
+        std::fputs(kUsage, stderr);
+        std::exit(2);
+    }
+    if (!a.keep_fp32.empty() && !a.fp16) die("--keep-fp32 only makes sense with --fp16");
+    a.model = positional[0];
+    a.out_dir = positional[1];
+    return a;
+}
+
+struct ReportSink {
+    bool print_report = false;
+};
+
+void on_report(void *user_data, onnxstream_log_level_t level, const char *message) {
+    const auto *sink = static_cast<const ReportSink *>(user_data);
+    if (level >= ONNXSTREAM_LOG_WARNING)
+        std::fprintf(stderr, "onnxstream-convert: warning: %s\n", message);
+    else if (sink->print_report)
+        std::fputs(message, stdout);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    Args args = parse_args(argc, argv);
+    std::vector<const char *> keep, shapes;
+    for (const auto &p : args.keep_fp32) keep.push_back(p.c_str());
+    keep.push_back(nullptr);
+    for (const auto &s : args.input_shapes) shapes.push_back(s.c_str());
+    shapes.push_back(nullptr);
+
+    ReportSink sink;
+    sink.print_report = args.report;
+    onnxstream_convert_options_t options;
+    onnxstream_convert_options_init(&options);
+    options.fp16 = args.fp16 ? 1 : 0;
+    options.keep_fp32 = keep.data();
+    options.input_shapes = shapes.data();
+    options.report_fn = on_report;
+    options.report_user_data = &sink;
+    onnxstream_status_t status = onnxstream_convert_onnx(args.model.c_str(), args.out_dir.c_str(), &options);
+    if (status != ONNXSTREAM_OK) die(onnxstream_last_error());
+    if (!args.report) std::printf("onnxstream-convert: wrote %s\n", args.out_dir.c_str());
+    return 0;
+}

@@ -1,0 +1,21 @@
+#include "util/error.h"
+
+namespace onnxstream {
+
+const char *status_name(Status status) {
+    switch (status) {
+    case ONNXSTREAM_OK: return "ONNXSTREAM_OK";
+    case ONNXSTREAM_ERR_INVALID_ARGUMENT: return "ONNXSTREAM_ERR_INVALID_ARGUMENT";
+    case ONNXSTREAM_ERR_INVALID_MODEL: return "ONNXSTREAM_ERR_INVALID_MODEL";
+    case ONNXSTREAM_ERR_IO: return "ONNXSTREAM_ERR_IO";
+    case ONNXSTREAM_ERR_UNSUPPORTED: return "ONNXSTREAM_ERR_UNSUPPORTED";
+    case ONNXSTREAM_ERR_OUT_OF_MEMORY: return "ONNXSTREAM_ERR_OUT_OF_MEMORY";
+    case ONNXSTREAM_ERR_CALLBACK: return "ONNXSTREAM_ERR_CALLBACK";
+    case ONNXSTREAM_ERR_CANCELLED: return "ONNXSTREAM_ERR_CANCELLED";
+    case ONNXSTREAM_ERR_BAD_STATE: return "ONNXSTREAM_ERR_BAD_STATE";
+    case ONNXSTREAM_ERR_INTERNAL: return "ONNXSTREAM_ERR_INTERNAL";
+    }
+    return "ONNXSTREAM_UNKNOWN_STATUS";
+}
+
+} // namespace onnxstream

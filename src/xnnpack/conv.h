@@ -1,0 +1,48 @@
+// XNNPACK kernels for the conv family: 2-D convolution and deconvolution (transposed convolution) on NHWC
+// float32 activations. 1-D convolutions are 2-D ones with a height of 1.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <pthreadpool.h>
+
+namespace onnxstream::xnn {
+
+struct Conv2dShape {
+    size_t batch = 1, in_h = 1, in_w = 1;
+    uint32_t kernel_h = 1, kernel_w = 1;
+    uint32_t stride_h = 1, stride_w = 1;
+    uint32_t dilation_h = 1, dilation_w = 1;
+    uint32_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+    uint32_t groups = 1;
+    size_t group_in = 1, group_out = 1; // channels per group
+};
+
+// output[n, oh, ow, g*group_out + o] = bias + sum over (kh, kw, i) of
+//   input[n, oh*stride - pad + kh*dilation, ..., g*group_in + i] * kernel[g*group_out + o, kh, kw, i].
+// kernel is OHWI ([groups*group_out][kernel_h][kernel_w][group_in]); bias (groups*group_out) may be null.
+// input must stay readable 16 bytes past its end. The output size follows from the shape:
+// (in + pads - dilated kernel) / stride + 1.
+void conv2d_nhwc_f32(const Conv2dShape &s, const float *input, const float *kernel, const float *bias,
+                     float *output, pthreadpool_t pool);
+
+struct Deconv2dShape {
+    size_t batch = 1, in_h = 1, in_w = 1;
+    uint32_t kernel_h = 1, kernel_w = 1;
+    uint32_t stride_h = 1, stride_w = 1;
+    uint32_t dilation_h = 1, dilation_w = 1;
+    // Rows/columns cropped from each side of the full (stride*(in-1) + dilated kernel) output.
+    uint32_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+    // Extra rows/columns appended at the bottom/right (ONNX output_padding); must be < stride.
+    uint32_t adjustment_h = 0, adjustment_w = 0;
+    uint32_t groups = 1;
+    size_t group_in = 1, group_out = 1;
+};
+
+// Transposed convolution. kernel is [groups][group_out][kernel_h][kernel_w][group_in]; bias may be null.
+// Output height: stride_h*(in_h-1) + adjustment_h + dilated kernel_h - pad_top - pad_bottom.
+void deconv2d_nhwc_f32(const Deconv2dShape &s, const float *input, const float *kernel, const float *bias,
+                       float *output, pthreadpool_t pool);
+
+} // namespace onnxstream::xnn

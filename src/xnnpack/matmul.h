@@ -1,0 +1,37 @@
+// XNNPACK kernels for the matmul_gemm and normalization families: fully connected (the matrix product
+// behind MatMul, Gemm and Einsum) and softmax over the innermost axis.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include <pthreadpool.h>
+
+struct xnn_operator;
+
+namespace onnxstream::xnn {
+
+struct FcDeleter {
+    void operator()(struct xnn_operator *op) const;
+};
+
+// y[m, :] = x[m, :] * W (+ bias) for m in [0, batch). The weight is packed once at construction, so one
+// object serves any number of run() calls; its source memory may be freed after construction.
+class FullyConnectedF32 {
+public:
+    // weight is [N, K] row-major, or [K, N] when weight_kn is true. bias (N values) may be null.
+    // x rows are x_stride floats apart, y rows y_stride floats apart (>= K and >= N).
+    FullyConnectedF32(size_t k, size_t n, const float *weight, bool weight_kn, const float *bias,
+                      size_t x_stride, size_t y_stride);
+    // x must stay readable 16 bytes past its last row (XNN_EXTRA_BYTES).
+    void run(size_t batch, const float *x, float *y, pthreadpool_t pool) const;
+
+private:
+    std::unique_ptr<struct xnn_operator, FcDeleter> op_;
+};
+
+// Softmax over contiguous rows: y[r, :] = softmax(x[r, :]) for `rows` rows of `channels` floats.
+// x must stay readable 16 bytes past its end.
+void softmax_rows_f32(size_t rows, size_t channels, const float *x, float *y, pthreadpool_t pool);
+
+} // namespace onnxstream::xnn

@@ -1,0 +1,558 @@
+// onnxstream-convert end to end, through the public C API only: convert the models gen_models.py built
+// (and the shared YOLOv8n), check the structure of the model.txt written (BatchNorm fused, shape chains
+// folded, no-ops gone), run the result and compare with ONNX Runtime's outputs on the same ONNX file.
+// Bad inputs must fail with a clear message and leave no output folder (nor temporary folder) behind.
+//
+// Environment: ONNXSTREAM_CONVERT_CASES (gen_models.py's --out), ONNXSTREAM_SHARED_DIR, and
+// ONNXSTREAM_CONVERT_EXE (the CLI, for the command-line tests).
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "onnxstream.h"
+#include "tools/npy.h"
+
+namespace {
+
+using onnxstream::tools::NpyArray;
+using onnxstream::tools::read_npy;
+
+std::string env_dir(const char *name) {
+    const char *v = std::getenv(name);
+    return v ? v : "";
+}
+std::string cases_dir() { return env_dir("ONNXSTREAM_CONVERT_CASES"); }
+std::string model_case(const std::string &name) { return cases_dir() + "/models/" + name; }
+std::string bad_case(const std::string &name) { return cases_dir() + "/bad/" + name + "/model.onnx"; }
+
+bool exists(const std::string &path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string read_text(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::vector<std::string> lines_of(const std::string &text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) out.push_back(line);
+    return out;
+}
+
+// Number of model.txt lines whose op type is `type`.
+size_t count_ops(const std::string &model_txt, const std::string &type) {
+    size_t n = 0;
+    for (const auto &line : lines_of(model_txt)) {
+        std::string head = line.substr(0, line.find('*'));
+        if (head.substr(head.rfind(':') + 1) == type) ++n;
+    }
+    return n;
+}
+
+// A fresh folder for outputs; the converted model goes to path()/out, which does not exist yet.
+class Scratch {
+public:
+    Scratch() {
+        const char *tmp = std::getenv("TMPDIR");
+        std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/onnxstream-convert-test-XXXXXX";
+        path_ = ::mkdtemp(templ.data()) ? templ : "";
+    }
+    ~Scratch() {
+        if (!path_.empty()) std::system(("rm -rf '" + path_ + "'").c_str());
+    }
+    const std::string &path() const { return path_; }
+    std::string out() const { return path_ + "/out"; }
+    // Entries of the scratch folder (to check nothing but the output was created).
+    std::vector<std::string> entries() const {
+        std::vector<std::string> names;
+        if (DIR *d = ::opendir(path_.c_str())) {
+            while (dirent *e = ::readdir(d))
+                if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) names.push_back(e->d_name);
+            ::closedir(d);
+        }
+        return names;
+    }
+
+private:
+    std::string path_;
+};
+
+struct Conversion {
+    onnxstream_status_t status = ONNXSTREAM_OK;
+    std::string message, report;
+    std::vector<std::string> warnings;
+};
+
+void collect(void *user_data, onnxstream_log_level_t level, const char *message) {
+    auto *c = static_cast<Conversion *>(user_data);
+    if (level >= ONNXSTREAM_LOG_WARNING)
+        c->warnings.push_back(message);
+    else
+        c->report += message;
+}
+
+Conversion convert(const std::string &onnx, const std::string &out, bool fp16 = false,
+                   std::vector<const char *> keep = {}, std::vector<const char *> shapes = {}) {
+    Conversion c;
+    keep.push_back(nullptr);
+    shapes.push_back(nullptr);
+    onnxstream_convert_options_t o;
+    onnxstream_convert_options_init(&o);
+    o.fp16 = fp16;
+    o.keep_fp32 = keep.data();
+    o.input_shapes = shapes.data();
+    o.report_fn = collect;
+    o.report_user_data = &c;
+    c.status = onnxstream_convert_onnx(onnx.c_str(), out.c_str(), &o);
+    if (c.status != ONNXSTREAM_OK) c.message = onnxstream_last_error();
+    return c;
+}
+
+struct Compare {
+    double rel_l2 = 0, max_abs = 0;
+};
+
+Compare compare(const float *got, const float *want, size_t n) {
+    double diff = 0, ref = 0, max_abs = 0;
+    for (size_t i = 0; i < n; ++i) {
+        double d = static_cast<double>(got[i]) - want[i];
+        diff += d * d;
+        ref += static_cast<double>(want[i]) * want[i];
+        max_abs = std::max(max_abs, std::fabs(d));
+    }
+    return {std::sqrt(diff / std::max(ref, 1e-30)), max_abs};
+}
+
+// names.txt: "input <i> <name>" / "output <k> <name>".
+std::map<std::string, std::vector<std::string>> read_names(const std::string &case_dir) {
+    std::map<std::string, std::vector<std::string>> names;
+    for (const auto &line : lines_of(read_text(case_dir + "/names.txt"))) {
+        std::istringstream in(line);
+        std::string kind, name;
+        size_t index = 0;
+        in >> kind >> index >> name;
+        auto &v = names[kind];
+        if (v.size() <= index) v.resize(index + 1);
+        v[index] = name;
+    }
+    return names;
+}
+
+// Run the converted model on the case's inputs and compare every output with ONNX Runtime's (or, when
+// node could not run ONNX Runtime, PyTorch's).
+void run_and_compare(const std::string &model_dir, const std::string &case_dir, double rel_l2_tol, double max_abs_tol) {
+    onnxstream_model_t *m = nullptr;
+    ASSERT_EQ(onnxstream_model_create(nullptr, &m), ONNXSTREAM_OK);
+    struct Destroy {
+        onnxstream_model_t *m;
+        ~Destroy() { onnxstream_model_destroy(m); }
+    } destroy{m};
+    ASSERT_EQ(onnxstream_model_load(m, model_dir.c_str()), ONNXSTREAM_OK) << onnxstream_model_last_error(m);
+    auto names = read_names(case_dir);
+    for (size_t i = 0; i < names["input"].size(); ++i) {
+        NpyArray a = read_npy(case_dir + "/input_" + std::to_string(i) + ".npy");
+        ASSERT_EQ(onnxstream_model_push_tensor(m, names["input"][i].c_str(), a.dtype, a.shape.size(), a.shape.data(),
+                                               a.data.data(), a.data.size()),
+                  ONNXSTREAM_OK)
+            << onnxstream_model_last_error(m);
+    }
+    ASSERT_EQ(onnxstream_model_run(m), ONNXSTREAM_OK) << onnxstream_model_last_error(m);
+    for (size_t k = 0; k < names["output"].size(); ++k) {
+        std::string expected = case_dir + "/expected_" + std::to_string(k) + ".npy";
+        if (!exists(expected)) {
+            std::fprintf(stderr, "note: %s missing (no ONNX Runtime), comparing with PyTorch\n", expected.c_str());
+            expected = case_dir + "/torch_" + std::to_string(k) + ".npy";
+        }
+        NpyArray want = read_npy(expected);
+        onnxstream_tensor_view_t v;
+        std::memset(&v, 0, sizeof(v));
+        v.struct_size = sizeof(v);
+        ASSERT_EQ(onnxstream_model_get_output_by_name(m, names["output"][k].c_str(), &v), ONNXSTREAM_OK)
+            << onnxstream_model_last_error(m);
+        ASSERT_EQ(v.dtype, ONNXSTREAM_DTYPE_FLOAT32);
+        ASSERT_EQ(std::vector<int64_t>(v.shape, v.shape + v.rank), want.shape) << "output " << names["output"][k];
+        Compare c = compare(static_cast<const float *>(v.data), reinterpret_cast<const float *>(want.data.data()),
+                            want.data.size() / 4);
+        EXPECT_LE(c.rel_l2, rel_l2_tol) << "output " << names["output"][k];
+        EXPECT_LE(c.max_abs, max_abs_tol) << "output " << names["output"][k];
+        std::printf("%s output %s: rel L2 %.3g, max abs %.3g\n", case_dir.c_str(), names["output"][k].c_str(), c.rel_l2,
+                    c.max_abs);
+    }
+}
+
+// Every conversion failure must leave the scratch folder empty: no output, no temporary sibling.
+void expect_nothing_written(const Scratch &s) {
+    EXPECT_FALSE(exists(s.out()));
+    EXPECT_TRUE(s.entries().empty()) << "left behind: " << (s.entries().empty() ? "" : s.entries()[0]);
+}
+
+class Convert : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (cases_dir().empty() || !exists(cases_dir() + "/models"))
+            GTEST_FAIL() << "ONNXSTREAM_CONVERT_CASES does not point at gen_models.py's output";
+    }
+    Scratch scratch;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Models that must convert and match ONNX Runtime
+
+// Run a converted YOLOv8n on the shared input and compare with ONNX Runtime's output0.
+Compare run_yolov8n(const std::string &model_dir) {
+    std::string data = env_dir("ONNXSTREAM_SHARED_DIR") + "/data/yolov8n";
+    Compare r{1e9, 1e9};
+    onnxstream_model_t *m = nullptr;
+    EXPECT_EQ(onnxstream_model_create(nullptr, &m), ONNXSTREAM_OK);
+    if (!m) return r;
+    std::string input = read_text(data + "/input_images_1x3x640x640_f32.bin");
+    std::string expected = read_text(data + "/expected_output0_1x84x8400_f32.bin");
+    const int64_t shape[] = {1, 3, 640, 640};
+    onnxstream_tensor_view_t v;
+    std::memset(&v, 0, sizeof(v));
+    v.struct_size = sizeof(v);
+    if (input.size() != 3u * 640 * 640 * 4 || expected.size() != 84u * 8400 * 4) {
+        ADD_FAILURE() << "YOLOv8n reference data missing under " << data;
+    } else if (onnxstream_model_load(m, model_dir.c_str()) != ONNXSTREAM_OK ||
+               onnxstream_model_push_tensor(m, "images", ONNXSTREAM_DTYPE_FLOAT32, 4, shape, input.data(),
+                                            input.size()) != ONNXSTREAM_OK ||
+               onnxstream_model_run(m) != ONNXSTREAM_OK ||
+               onnxstream_model_get_output_by_name(m, "output0", &v) != ONNXSTREAM_OK) {
+        ADD_FAILURE() << onnxstream_model_last_error(m);
+    } else if (v.byte_size != expected.size()) {
+        ADD_FAILURE() << "output0 has " << v.byte_size << " bytes";
+    } else {
+        r = compare(static_cast<const float *>(v.data), reinterpret_cast<const float *>(expected.data()),
+                    expected.size() / 4);
+    }
+    onnxstream_model_destroy(m);
+    return r;
+}
+
+TEST_F(Convert, Yolov8nMatchesReference) {
+    std::string data = env_dir("ONNXSTREAM_SHARED_DIR") + "/data/yolov8n";
+    Conversion c = convert(data + "/yolov8n.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    EXPECT_EQ(lines_of(txt).size(), 233u);
+    EXPECT_EQ(count_ops(txt, "Conv"), 64u);
+    // OnnxStream's conv weight convention: the line names "_nchw.bin", the folder holds the OHWI "_nhwc.bin".
+    EXPECT_NE(txt.find("_nchw.bin(float32:16,3,3,3)"), std::string::npos);
+    Compare r = run_yolov8n(scratch.out());
+    std::printf("yolov8n: rel L2 %.3g, max abs %.3g\n", r.rel_l2, r.max_abs);
+    EXPECT_LE(r.rel_l2, 1e-4);
+    EXPECT_LE(r.max_abs, 1e-2);
+}
+
+TEST_F(Convert, Yolov8nFp16) {
+    std::string data = env_dir("ONNXSTREAM_SHARED_DIR") + "/data/yolov8n";
+    Conversion c = convert(data + "/yolov8n.onnx", scratch.out(), true);
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    EXPECT_NE(txt.find("_nchw.bin(float16:16,3,3,3)"), std::string::npos);
+    Compare r = run_yolov8n(scratch.out());
+    std::printf("yolov8n fp16 weights: rel L2 %.3g, max abs %.3g\n", r.rel_l2, r.max_abs);
+    EXPECT_LE(r.rel_l2, 1e-2);
+}
+
+TEST_F(Convert, Yolov8nWritesOhwiConvWeights) {
+    std::string data = env_dir("ONNXSTREAM_SHARED_DIR") + "/data/yolov8n";
+    Conversion c = convert(data + "/yolov8n.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    size_t nhwc = 0, nchw = 0;
+    if (DIR *d = ::opendir(scratch.out().c_str())) {
+        while (dirent *e = ::readdir(d)) {
+            std::string n = e->d_name;
+            nhwc += n.size() > 9 && n.compare(n.size() - 9, 9, "_nhwc.bin") == 0;
+            nchw += n.size() > 9 && n.compare(n.size() - 9, 9, "_nchw.bin") == 0;
+        }
+        ::closedir(d);
+    }
+    EXPECT_EQ(nhwc, 64u);
+    EXPECT_EQ(nchw, 0u);
+}
+
+TEST_F(Convert, CnnWithBatchNormFusesIt) {
+    Conversion c = convert(model_case("cnn_bn") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    EXPECT_EQ(count_ops(txt, "BatchNormalization"), 0u) << txt;
+    EXPECT_EQ(count_ops(txt, "Conv"), 3u);
+    EXPECT_NE(c.report.find("BatchNormalization"), std::string::npos) << c.report;
+    run_and_compare(scratch.out(), model_case("cnn_bn"), 1e-4, 1e-3);
+}
+
+TEST_F(Convert, ExternalDataLoads) {
+    Conversion c = convert(model_case("cnn_bn_external") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    run_and_compare(scratch.out(), model_case("cnn_bn_external"), 1e-4, 1e-3);
+}
+
+TEST_F(Convert, MobileNetBlock) {
+    Conversion c = convert(model_case("mobilenet_block") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    EXPECT_EQ(count_ops(txt, "BatchNormalization"), 0u) << txt;
+    EXPECT_NE(txt.find("group:64"), std::string::npos) << txt;
+    run_and_compare(scratch.out(), model_case("mobilenet_block"), 1e-4, 1e-3);
+}
+
+void expect_shape_chains_folded(const std::string &txt) {
+    for (const char *op : {"Shape", "Gather", "Unsqueeze", "Concat", "ConstantOfShape", "Constant", "Slice", "Cast"})
+        EXPECT_EQ(count_ops(txt, op), 0u) << op << " left in\n" << txt;
+}
+
+TEST_F(Convert, TransformerBlock) {
+    Conversion c = convert(model_case("transformer_block") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    expect_shape_chains_folded(txt);
+    EXPECT_EQ(count_ops(txt, "Softmax"), 1u);
+    EXPECT_EQ(count_ops(txt, "LayerNormalization"), 2u);
+    run_and_compare(scratch.out(), model_case("transformer_block"), 1e-4, 1e-3);
+}
+
+TEST_F(Convert, TransformerBlockOpset14) {
+    Conversion c = convert(model_case("transformer_block_opset14") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    expect_shape_chains_folded(read_text(scratch.out() + "/model.txt"));
+    run_and_compare(scratch.out(), model_case("transformer_block_opset14"), 1e-4, 1e-3);
+}
+
+TEST_F(Convert, SymbolicInputNeedsInputShape) {
+    std::string onnx = model_case("transformer_block_dynamic") + "/model.onnx";
+    Conversion bad = convert(onnx, scratch.out());
+    EXPECT_EQ(bad.status, ONNXSTREAM_ERR_INVALID_ARGUMENT) << bad.message;
+    EXPECT_NE(bad.message.find("--input-shape x="), std::string::npos) << bad.message;
+    expect_nothing_written(scratch);
+
+    Conversion wrong = convert(onnx, scratch.out(), false, {}, {"x=1,16,65"});
+    EXPECT_EQ(wrong.status, ONNXSTREAM_ERR_INVALID_ARGUMENT) << wrong.message;
+    Conversion unknown = convert(onnx, scratch.out(), false, {}, {"y=1,16,64"});
+    EXPECT_EQ(unknown.status, ONNXSTREAM_ERR_INVALID_ARGUMENT) << unknown.message;
+    EXPECT_NE(unknown.message.find("'x'"), std::string::npos) << unknown.message;
+    expect_nothing_written(scratch);
+
+    Conversion c = convert(onnx, scratch.out(), false, {}, {"x=1,16,64"});
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    expect_shape_chains_folded(read_text(scratch.out() + "/model.txt"));
+    run_and_compare(scratch.out(), model_case("transformer_block_dynamic"), 1e-4, 1e-3);
+}
+
+TEST_F(Convert, NoOpsAreRemoved) {
+    Conversion c = convert(model_case("noop_ops") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    EXPECT_EQ(lines_of(txt).size(), 2u) << txt;
+    EXPECT_EQ(count_ops(txt, "Add"), 2u) << txt;
+    // The last Identity wrote the graph output: its producer now writes "y" itself.
+    EXPECT_NE(txt.find("*output:y(2,3,4)"), std::string::npos) << txt;
+    run_and_compare(scratch.out(), model_case("noop_ops"), 1e-6, 1e-6);
+}
+
+std::vector<std::string> folder_entries(const std::string &dir) {
+    std::vector<std::string> names;
+    if (DIR *d = ::opendir(dir.c_str())) {
+        while (dirent *e = ::readdir(d))
+            if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) names.push_back(e->d_name);
+        ::closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+TEST_F(Convert, DeadCodeAndUnusedWeightsAreDropped) {
+    Conversion c = convert(model_case("dead_code") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    EXPECT_EQ(lines_of(txt).size(), 1u) << txt;
+    EXPECT_EQ(folder_entries(scratch.out()), (std::vector<std::string>{"model.txt", "w_5F_used.bin"}));
+    run_and_compare(scratch.out(), model_case("dead_code"), 1e-6, 1e-6);
+}
+
+TEST_F(Convert, FoldingDoesNotInflateTheModel) {
+    Conversion c = convert(model_case("fold_limit") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    EXPECT_EQ(count_ops(txt, "Expand"), 1u) << txt;
+    EXPECT_NE(txt.find("expand_big:Expand"), std::string::npos) << txt;
+    EXPECT_NE(txt.find("small_5F_fill.bin(float32:16,16)"), std::string::npos) << txt;
+    run_and_compare(scratch.out(), model_case("fold_limit"), 1e-6, 1e-6);
+}
+
+TEST_F(Convert, OldOpsetIsUpgraded) {
+    Conversion c = convert(model_case("old_opset") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    run_and_compare(scratch.out(), model_case("old_opset"), 1e-6, 1e-6);
+}
+
+TEST_F(Convert, ExternalDataBeyond4GB) {
+    Conversion c = convert(model_case("big_offset") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    run_and_compare(scratch.out(), model_case("big_offset"), 1e-6, 1e-5);
+}
+
+TEST_F(Convert, LocalFunctionsAreInlined) {
+    Conversion c = convert(model_case("local_function") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    EXPECT_EQ(count_ops(txt, "Mul"), 2u) << txt;
+    EXPECT_EQ(count_ops(txt, "Add"), 2u) << txt;
+    run_and_compare(scratch.out(), model_case("local_function"), 1e-6, 1e-5);
+}
+
+TEST_F(Convert, Fp16WeightsWithKeepPatterns) {
+    Conversion c = convert(model_case("cnn_bn") + "/model.onnx", scratch.out(), true, {"conv1.*"});
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    EXPECT_NE(txt.find("conv1_2E_weight_nchw.bin(float32:8,3,3,3)"), std::string::npos) << txt; // kept by the pattern
+    EXPECT_NE(txt.find("conv2_2E_weight_nchw.bin(float16:16,8,3,3)"), std::string::npos) << txt;
+    EXPECT_NE(c.report.find("stored as float16"), std::string::npos) << c.report;
+    // The file really holds float16: half the bytes of the float32 weight.
+    struct stat st;
+    ASSERT_EQ(::stat((scratch.out() + "/conv2_2E_weight_nhwc.bin").c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, 16 * 8 * 3 * 3 * 2);
+    run_and_compare(scratch.out(), model_case("cnn_bn"), 1e-2, 5e-2);
+}
+
+TEST_F(Convert, ReportCountsOps) {
+    Conversion c = convert(model_case("transformer_block") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    EXPECT_NE(c.report.find("op type"), std::string::npos) << c.report;
+    EXPECT_NE(c.report.find("Unsqueeze"), std::string::npos) << c.report; // folded away, still counted
+    EXPECT_NE(c.report.find("2 rounds"), std::string::npos) << c.report;
+    EXPECT_NE(c.report.find("largest weight:"), std::string::npos) << c.report;
+    EXPECT_NE(c.report.find("nodes before simplification"), std::string::npos) << c.report;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Bad input: a clear error and nothing written
+
+TEST_F(Convert, TruncatedFile) {
+    Conversion c = convert(bad_case("truncated"), scratch.out());
+    EXPECT_EQ(c.status, ONNXSTREAM_ERR_INVALID_MODEL) << c.message;
+    EXPECT_NE(c.message.find("truncated"), std::string::npos) << c.message;
+    expect_nothing_written(scratch);
+}
+
+TEST_F(Convert, MissingExternalData) {
+    Conversion c = convert(bad_case("missing_external"), scratch.out());
+    EXPECT_EQ(c.status, ONNXSTREAM_ERR_IO) << c.message;
+    EXPECT_NE(c.message.find("weights.bin"), std::string::npos) << c.message;
+    EXPECT_NE(c.message.find("not found"), std::string::npos) << c.message;
+    expect_nothing_written(scratch);
+}
+
+TEST_F(Convert, UnsupportedOpsAreAllListed) {
+    Conversion c = convert(bad_case("unsupported"), scratch.out());
+    EXPECT_EQ(c.status, ONNXSTREAM_ERR_UNSUPPORTED) << c.message;
+    EXPECT_NE(c.message.find("com.example:Frobnicate x2 (first: 'frob_first')"), std::string::npos) << c.message;
+    EXPECT_NE(c.message.find("Det x1 (first: 'det')"), std::string::npos) << c.message;
+    expect_nothing_written(scratch);
+}
+
+TEST_F(Convert, CycleIsReported) {
+    Conversion c = convert(bad_case("cycle"), scratch.out());
+    EXPECT_EQ(c.status, ONNXSTREAM_ERR_INVALID_MODEL) << c.message;
+    EXPECT_NE(c.message.find("cycle"), std::string::npos) << c.message;
+    EXPECT_NE(c.message.find("add_in_cycle"), std::string::npos) << c.message;
+    EXPECT_NE(c.message.find("relu_in_cycle"), std::string::npos) << c.message;
+    EXPECT_EQ(c.message.find("after_cycle"), std::string::npos) << c.message; // downstream, not on the cycle
+    expect_nothing_written(scratch);
+}
+
+TEST_F(Convert, OpsetNewerThanOnnxLibrary) {
+    Conversion c = convert(bad_case("opset_too_new"), scratch.out());
+    EXPECT_EQ(c.status, ONNXSTREAM_ERR_UNSUPPORTED) << c.message;
+    EXPECT_NE(c.message.find("opset 99"), std::string::npos) << c.message;
+    expect_nothing_written(scratch);
+}
+
+TEST_F(Convert, MissingModelFile) {
+    Conversion c = convert(scratch.path() + "/nope.onnx", scratch.out());
+    EXPECT_EQ(c.status, ONNXSTREAM_ERR_IO) << c.message;
+    expect_nothing_written(scratch);
+}
+
+TEST_F(Convert, ExistingOutputFolderIsLeftAlone) {
+    ASSERT_EQ(::mkdir(scratch.out().c_str(), 0755), 0);
+    std::ofstream(scratch.out() + "/keep.txt") << "mine";
+    Conversion c = convert(model_case("noop_ops") + "/model.onnx", scratch.out());
+    EXPECT_EQ(c.status, ONNXSTREAM_ERR_INVALID_ARGUMENT) << c.message;
+    EXPECT_EQ(read_text(scratch.out() + "/keep.txt"), "mine");
+    EXPECT_FALSE(exists(scratch.out() + "/model.txt"));
+}
+
+TEST_F(Convert, NullArguments) {
+    EXPECT_EQ(onnxstream_convert_onnx(nullptr, "x", nullptr), ONNXSTREAM_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(onnxstream_convert_onnx("x", nullptr, nullptr), ONNXSTREAM_ERR_INVALID_ARGUMENT);
+    onnxstream_convert_options_t o;
+    std::memset(&o, 0, sizeof(o));
+    EXPECT_EQ(onnxstream_convert_onnx("x", "y", &o), ONNXSTREAM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(onnxstream_last_error()).find("struct_size"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The command-line tool
+
+struct Cli {
+    int status = -1;
+    std::string out, err;
+};
+
+Cli run_cli(const std::string &args, const Scratch &s) {
+    Cli r;
+    std::string exe = env_dir("ONNXSTREAM_CONVERT_EXE");
+    // Beside the scratch folder, not in it: the tests check what the tool leaves inside.
+    std::string out = s.path() + ".stdout", err = s.path() + ".stderr";
+    int rc = std::system((exe + " " + args + " >'" + out + "' 2>'" + err + "'").c_str());
+    r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    r.out = read_text(out);
+    r.err = read_text(err);
+    std::remove(out.c_str());
+    std::remove(err.c_str());
+    return r;
+}
+
+TEST_F(Convert, CliReportsAndFails) {
+    if (env_dir("ONNXSTREAM_CONVERT_EXE").empty()) GTEST_SKIP() << "ONNXSTREAM_CONVERT_EXE not set";
+    Cli ok = run_cli("'" + model_case("noop_ops") + "/model.onnx' '" + scratch.out() + "' --report", scratch);
+    EXPECT_EQ(ok.status, 0) << ok.err;
+    EXPECT_NE(ok.out.find("op type"), std::string::npos) << ok.out;
+    EXPECT_NE(ok.out.find("Identity"), std::string::npos) << ok.out;
+    EXPECT_TRUE(exists(scratch.out() + "/model.txt"));
+
+    Scratch s2;
+    Cli bad = run_cli("'" + bad_case("unsupported") + "' '" + s2.out() + "'", s2);
+    EXPECT_NE(bad.status, 0);
+    EXPECT_EQ(bad.err.rfind("onnxstream-convert: ", 0), 0u) << bad.err;
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+    EXPECT_NE(bad.err.find("Frobnicate"), std::string::npos) << bad.err;
+    expect_nothing_written(s2);
+
+    Cli usage = run_cli("--bogus", s2);
+    EXPECT_NE(usage.status, 0);
+    EXPECT_NE(usage.err.find("unknown option --bogus"), std::string::npos) << usage.err;
+}
+
+} // namespace

@@ -1,0 +1,334 @@
+// Weight file resolution (OnnxStream's _nchw/_nhwc twins), size checks, OIHW<->OHWI transposition, and
+// the built-in file providers (nocache, mmap, ram) serving the right bytes in the wanted layout.
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tensor/half.h"
+#include "test_util.h"
+#include "weights/provider.h"
+#include "weights/weight_files.h"
+
+using namespace onnxstream;
+using onnxstream::test::expect_error;
+using onnxstream::test::TempDir;
+using onnxstream::test::write_file;
+using onnxstream::test::write_floats;
+
+namespace {
+
+WeightSpec spec_of(const std::string &file, Shape shape, Layout wanted = Layout::Plain, DType dtype = DType::F32) {
+    WeightSpec s;
+    s.file = file;
+    s.shape = std::move(shape);
+    s.dtype = dtype;
+    s.wanted = wanted;
+    return s;
+}
+
+std::vector<float> iota_floats(size_t n, float start = 0) {
+    std::vector<float> v(n);
+    std::iota(v.begin(), v.end(), start);
+    return v;
+}
+
+// Element (o,i,h,w) of an OIHW array and of an OHWI array holding the same weight.
+size_t oihw_index(const Shape &s, int64_t o, int64_t i, int64_t h, int64_t w) {
+    return static_cast<size_t>(((o * s[1] + i) * s[2] + h) * s[3] + w);
+}
+size_t ohwi_index(const Shape &s, int64_t o, int64_t i, int64_t h, int64_t w) {
+    return static_cast<size_t>(((o * s[2] + h) * s[3] + w) * s[1] + i);
+}
+
+std::vector<float> to_ohwi(const std::vector<float> &oihw, const Shape &s) {
+    std::vector<float> out(oihw.size());
+    for (int64_t o = 0; o < s[0]; ++o)
+        for (int64_t i = 0; i < s[1]; ++i)
+            for (int64_t h = 0; h < s[2]; ++h)
+                for (int64_t w = 0; w < s[3]; ++w) out[ohwi_index(s, o, i, h, w)] = oihw[oihw_index(s, o, i, h, w)];
+    return out;
+}
+
+std::vector<float> floats_of(const Tensor &t) {
+    return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+}
+
+const Shape kConv = {3, 2, 2, 4}; // O, I, H, W: all different so a wrong transpose shows
+
+} // namespace
+
+TEST(ResolveWeight, PlainFile) {
+    TempDir dir;
+    write_floats(dir.file("b.bin"), {1, 2, 3, 4});
+    ResolvedWeight r = resolve_weight_file(dir.path(), spec_of("b.bin", {4}));
+    EXPECT_EQ(r.path, dir.file("b.bin"));
+    EXPECT_EQ(r.layout, Layout::Plain);
+    r = resolve_weight_file(dir.path() + "/", spec_of("b.bin", {2, 2}));
+    EXPECT_EQ(r.path, dir.file("b.bin")) << "a trailing slash on the folder is not doubled";
+}
+
+TEST(ResolveWeight, MissingFile) {
+    TempDir dir;
+    std::string msg = expect_error(ONNXSTREAM_ERR_IO, [&] { resolve_weight_file(dir.path(), spec_of("b.bin", {4})); });
+    EXPECT_CONTAINS(msg, "weight file " + dir.file("b.bin") + " not found");
+}
+
+TEST(ResolveWeight, DirectoryIsNotAWeightFile) {
+    TempDir dir;
+    ASSERT_EQ(::mkdir(dir.file("b.bin").c_str(), 0700), 0);
+    std::string msg = expect_error(ONNXSTREAM_ERR_IO, [&] { resolve_weight_file(dir.path(), spec_of("b.bin", {0})); });
+    EXPECT_CONTAINS(msg, "not found");
+}
+
+TEST(ResolveWeight, SizeMismatch) {
+    TempDir dir;
+    write_floats(dir.file("b.bin"), {1, 2, 3});
+    std::string msg = expect_error(ONNXSTREAM_ERR_IO, [&] { resolve_weight_file(dir.path(), spec_of("b.bin", {4})); });
+    EXPECT_CONTAINS(msg, "weight file " + dir.file("b.bin") + " has 12 bytes, expected 16 (float32 (4))");
+    msg = expect_error(ONNXSTREAM_ERR_IO,
+                       [&] { resolve_weight_file(dir.path(), spec_of("b.bin", {4}, Layout::Plain, DType::I64)); });
+    EXPECT_CONTAINS(msg, "has 12 bytes, expected 32 (int64 (4))");
+}
+
+TEST(ResolveWeight, NchwFallsBackToNhwcTwin) {
+    TempDir dir;
+    write_floats(dir.file("w_nhwc.bin"), iota_floats(48));
+    for (Layout wanted : {Layout::Plain, Layout::OHWI}) {
+        ResolvedWeight r = resolve_weight_file(dir.path(), spec_of("w_nchw.bin", kConv, wanted));
+        EXPECT_EQ(r.path, dir.file("w_nhwc.bin"));
+        EXPECT_EQ(r.layout, Layout::OHWI);
+    }
+}
+
+TEST(ResolveWeight, BothTwinsPickTheWantedLayout) {
+    TempDir dir;
+    write_floats(dir.file("w_nchw.bin"), iota_floats(48));
+    write_floats(dir.file("w_nhwc.bin"), iota_floats(48));
+    ResolvedWeight r = resolve_weight_file(dir.path(), spec_of("w_nchw.bin", kConv, Layout::Plain));
+    EXPECT_EQ(r.path, dir.file("w_nchw.bin"));
+    EXPECT_EQ(r.layout, Layout::Plain);
+    r = resolve_weight_file(dir.path(), spec_of("w_nchw.bin", kConv, Layout::OHWI));
+    EXPECT_EQ(r.path, dir.file("w_nhwc.bin"));
+    EXPECT_EQ(r.layout, Layout::OHWI);
+}
+
+TEST(ResolveWeight, NeitherTwinExists) {
+    TempDir dir;
+    std::string msg =
+        expect_error(ONNXSTREAM_ERR_IO, [&] { resolve_weight_file(dir.path(), spec_of("w_nchw.bin", kConv)); });
+    EXPECT_CONTAINS(msg, "weight file " + dir.file("w_nchw.bin") + " not found (nor its OnnxStream twin w_nhwc.bin)");
+}
+
+TEST(ResolveWeight, TwinWithWrongSize) {
+    TempDir dir;
+    write_floats(dir.file("w_nhwc.bin"), iota_floats(47));
+    std::string msg =
+        expect_error(ONNXSTREAM_ERR_IO, [&] { resolve_weight_file(dir.path(), spec_of("w_nchw.bin", kConv)); });
+    EXPECT_CONTAINS(msg, "weight file " + dir.file("w_nhwc.bin") + " has 188 bytes, expected 192 (float32 (3,2,2,4))");
+}
+
+TEST(ResolveWeight, TwinOnlyFor4DNchwNames) {
+    TempDir dir;
+    write_floats(dir.file("v_nhwc.bin"), iota_floats(6));
+    std::string msg =
+        expect_error(ONNXSTREAM_ERR_IO, [&] { resolve_weight_file(dir.path(), spec_of("v_nchw.bin", {2, 3})); });
+    EXPECT_CONTAINS(msg, "v_nchw.bin not found");
+    EXPECT_EQ(msg.find("twin"), std::string::npos) << msg;
+    write_floats(dir.file("u_nhwc.bin"), iota_floats(48));
+    expect_error(ONNXSTREAM_ERR_IO, [&] { resolve_weight_file(dir.path(), spec_of("u.bin", kConv)); });
+}
+
+TEST(ReadWeight, ContentsQuantAndExactSize) {
+    TempDir dir;
+    write_file(dir.file("q.bin"), std::string("\x01\x02\x03\xff", 4));
+    WeightSpec s = spec_of("q.bin", {2, 2}, Layout::Plain, DType::U8);
+    s.quant = {true, 0.25, 3};
+    Allocator alloc;
+    Tensor t = read_weight_file(resolve_weight_file(dir.path(), s), s, alloc);
+    EXPECT_EQ(t.dtype(), DType::U8);
+    EXPECT_EQ(t.shape(), (Shape{2, 2}));
+    EXPECT_TRUE(t.quant().present);
+    EXPECT_EQ(t.quant().zero_point, 3);
+    EXPECT_EQ(t.data<uint8_t>()[3], 0xff);
+    EXPECT_EQ(alloc.current_bytes(), 4u);
+}
+
+TEST(ReadWeight, FileChangedAfterResolve) {
+    TempDir dir;
+    write_floats(dir.file("b.bin"), {1, 2, 3, 4});
+    WeightSpec s = spec_of("b.bin", {4});
+    ResolvedWeight r = resolve_weight_file(dir.path(), s);
+    Allocator alloc;
+    write_floats(dir.file("b.bin"), {1, 2, 3});
+    std::string msg = expect_error(ONNXSTREAM_ERR_IO, [&] { read_weight_file(r, s, alloc); });
+    EXPECT_CONTAINS(msg, "is truncated: read 12 of 16 bytes");
+    write_floats(dir.file("b.bin"), {1, 2, 3, 4, 5});
+    msg = expect_error(ONNXSTREAM_ERR_IO, [&] { read_weight_file(r, s, alloc); });
+    EXPECT_CONTAINS(msg, "is larger than the declared 16 bytes");
+    ::remove(dir.file("b.bin").c_str());
+    msg = expect_error(ONNXSTREAM_ERR_IO, [&] { read_weight_file(r, s, alloc); });
+    EXPECT_CONTAINS(msg, "cannot open weight file");
+    EXPECT_EQ(alloc.current_bytes(), 0u) << "nothing leaks on failure";
+}
+
+TEST(ReadWeight, OihwToOhwiTransposition) {
+    TempDir dir;
+    std::vector<float> oihw = iota_floats(48, 100);
+    write_floats(dir.file("w_nchw.bin"), oihw);
+    Allocator alloc;
+    WeightSpec s = spec_of("w_nchw.bin", kConv, Layout::OHWI);
+    Tensor t = read_weight_file(resolve_weight_file(dir.path(), s), s, alloc);
+    EXPECT_EQ(t.layout(), Layout::OHWI);
+    EXPECT_EQ(t.shape(), kConv) << "the shape stays the declared OIHW one";
+    EXPECT_EQ(floats_of(t), to_ohwi(oihw, kConv));
+    EXPECT_EQ(t.data<float>()[ohwi_index(kConv, 2, 1, 1, 3)], oihw[oihw_index(kConv, 2, 1, 1, 3)]);
+}
+
+TEST(ReadWeight, OhwiTwinToPlainTransposition) {
+    TempDir dir;
+    std::vector<float> oihw = iota_floats(48, -7);
+    write_floats(dir.file("w_nhwc.bin"), to_ohwi(oihw, kConv));
+    Allocator alloc;
+    WeightSpec s = spec_of("w_nchw.bin", kConv, Layout::Plain);
+    Tensor t = read_weight_file(resolve_weight_file(dir.path(), s), s, alloc);
+    EXPECT_EQ(t.layout(), Layout::Plain);
+    EXPECT_EQ(floats_of(t), oihw);
+    // Wanted OHWI from the twin: no transposition at all.
+    s.wanted = Layout::OHWI;
+    Tensor u = read_weight_file(resolve_weight_file(dir.path(), s), s, alloc);
+    EXPECT_EQ(u.layout(), Layout::OHWI);
+    EXPECT_EQ(floats_of(u), to_ohwi(oihw, kConv));
+}
+
+TEST(ReadWeight, TranspositionOfHalfWeights) {
+    TempDir dir;
+    const Shape s4 = {2, 3, 1, 2};
+    std::vector<uint16_t> oihw(12);
+    for (size_t k = 0; k < oihw.size(); ++k) oihw[k] = float_to_half(static_cast<float>(k));
+    write_file(dir.file("h_nchw.bin"), std::string(reinterpret_cast<const char *>(oihw.data()), 24));
+    Allocator alloc;
+    WeightSpec s = spec_of("h_nchw.bin", s4, Layout::OHWI, DType::F16);
+    Tensor t = read_weight_file(resolve_weight_file(dir.path(), s), s, alloc);
+    for (int64_t o = 0; o < 2; ++o)
+        for (int64_t i = 0; i < 3; ++i)
+            for (int64_t w = 0; w < 2; ++w)
+                EXPECT_EQ(t.data<uint16_t>()[ohwi_index(s4, o, i, 0, w)], oihw[oihw_index(s4, o, i, 0, w)]);
+}
+
+TEST(ReadWeight, AdaptIsANoOpWhenLayoutsMatch) {
+    Allocator alloc;
+    Tensor t = make_tensor(alloc, DType::F32, kConv);
+    WeightSpec s = spec_of("w_nchw.bin", kConv, Layout::Plain);
+    Tensor same = adapt_weight_layout(t, s, alloc);
+    EXPECT_EQ(same.raw(), t.raw());
+    s.wanted = Layout::OHWI;
+    Tensor moved = adapt_weight_layout(t, s, alloc);
+    EXPECT_NE(moved.raw(), t.raw());
+    EXPECT_EQ(moved.layout(), Layout::OHWI);
+}
+
+// ---- built-in file providers ----------------------------------------------------------------------
+
+class FileProviders : public ::testing::TestWithParam<int> {
+protected:
+    std::unique_ptr<WeightsProvider> make() const {
+        switch (GetParam()) {
+        case 0: return make_nocache_provider();
+        case 1: return make_prefetch_provider(1 << 20);
+        case 2: return make_mmap_provider();
+        default: return make_ram_provider();
+        }
+    }
+};
+
+TEST_P(FileProviders, ValidateAndFetch) {
+    TempDir dir;
+    std::vector<float> oihw = iota_floats(48, 1);
+    write_floats(dir.file("w_nchw.bin"), oihw);
+    write_floats(dir.file("b.bin"), {5, 6, 7});
+    auto p = make();
+    p->set_folder(dir.path());
+    p->validate(spec_of("b.bin", {3}));
+    p->validate(spec_of("w_nchw.bin", kConv, Layout::OHWI));
+    std::string msg = expect_error(ONNXSTREAM_ERR_IO, [&] { p->validate(spec_of("b.bin", {4})); });
+    EXPECT_CONTAINS(msg, "has 12 bytes, expected 16");
+    expect_error(ONNXSTREAM_ERR_IO, [&] { p->validate(spec_of("missing.bin", {4})); });
+
+    Allocator alloc;
+    for (int round = 0; round < 2; ++round) {
+        Tensor b = p->fetch(spec_of("b.bin", {3}), alloc);
+        EXPECT_EQ(floats_of(b), (std::vector<float>{5, 6, 7}));
+        Tensor w = p->fetch(spec_of("w_nchw.bin", kConv, Layout::OHWI), alloc);
+        EXPECT_EQ(w.layout(), Layout::OHWI);
+        EXPECT_EQ(floats_of(w), to_ohwi(oihw, kConv));
+        Tensor plain = p->fetch(spec_of("w_nchw.bin", kConv, Layout::Plain), alloc);
+        EXPECT_EQ(plain.layout(), Layout::Plain);
+        EXPECT_EQ(floats_of(plain), oihw);
+    }
+}
+
+TEST_P(FileProviders, FetchFailsWithIoWhenTheFileDisappears) {
+    TempDir dir;
+    write_floats(dir.file("b.bin"), {5, 6, 7});
+    auto p = make();
+    p->set_folder(dir.path());
+    p->validate(spec_of("b.bin", {3}));
+    Allocator alloc;
+    if (GetParam() == 3) p->fetch(spec_of("b.bin", {3}), alloc); // the RAM cache keeps its first read
+    ::remove(dir.file("b.bin").c_str());
+    if (GetParam() == 3) {
+        EXPECT_EQ(floats_of(p->fetch(spec_of("b.bin", {3}), alloc)), (std::vector<float>{5, 6, 7}));
+        return;
+    }
+    expect_error(ONNXSTREAM_ERR_IO, [&] { p->fetch(spec_of("b.bin", {3}), alloc); });
+}
+
+std::string provider_name(const ::testing::TestParamInfo<int> &info) {
+    static const char *const names[] = {"nocache", "prefetch", "mmap", "ram"};
+    return names[info.param];
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, FileProviders, ::testing::Values(0, 1, 2, 3), provider_name);
+
+TEST(MmapProvider, IsZeroCopyAndUntracked) {
+    TempDir dir;
+    write_floats(dir.file("b.bin"), {5, 6, 7});
+    auto p = make_mmap_provider();
+    p->set_folder(dir.path());
+    Allocator alloc;
+    Tensor t = p->fetch(spec_of("b.bin", {3}), alloc);
+    EXPECT_FALSE(t.storage()->padded()) << "mapped pages carry no read-past-the-end padding";
+    EXPECT_EQ(alloc.current_bytes(), 0u);
+    EXPECT_EQ(t.data<float>()[2], 7.0f);
+}
+
+TEST(RamProvider, CachesPerLayout) {
+    TempDir dir;
+    write_floats(dir.file("w_nchw.bin"), iota_floats(48));
+    auto p = make_ram_provider();
+    p->set_folder(dir.path());
+    Allocator alloc;
+    Tensor a = p->fetch(spec_of("w_nchw.bin", kConv, Layout::OHWI), alloc);
+    Tensor b = p->fetch(spec_of("w_nchw.bin", kConv, Layout::OHWI), alloc);
+    EXPECT_EQ(a.raw(), b.raw());
+    Tensor c = p->fetch(spec_of("w_nchw.bin", kConv, Layout::Plain), alloc);
+    EXPECT_NE(a.raw(), c.raw());
+    EXPECT_EQ(alloc.current_bytes(), 2u * 192u);
+}
+
+TEST(NocacheProvider, FreesAfterUse) {
+    TempDir dir;
+    write_floats(dir.file("b.bin"), {5, 6, 7});
+    auto p = make_nocache_provider();
+    p->set_folder(dir.path());
+    Allocator alloc;
+    {
+        Tensor t = p->fetch(spec_of("b.bin", {3}), alloc);
+        EXPECT_EQ(alloc.current_bytes(), 12u);
+    }
+    EXPECT_EQ(alloc.current_bytes(), 0u);
+}
