@@ -340,6 +340,53 @@ typedef struct onnxstream_run_stats {
 ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
 onnxstream_model_run_stats(onnxstream_model_t *model, onnxstream_run_stats_t *stats);
 
+/* ------------------------------------------------------------------------------------------------ */
+/* ONNX conversion                                                                                   */
+
+/** onnxstream_convert_onnx is available (this header section exists). */
+#define ONNXSTREAM_HAS_CONVERT 1
+
+typedef struct onnxstream_convert_options {
+    uint32_t struct_size; /**< sizeof(onnxstream_convert_options_t); set by onnxstream_convert_options_init */
+    int32_t fp16;         /**< nonzero: store float32 weights as float16 (default 0) */
+    /** Weights to keep float32 under fp16: NULL-terminated array of fnmatch(3) patterns matched against the
+        ONNX initializer name and against the weight file name ("*norm*", "model_2E_22*"); may be NULL. */
+    const char *const *keep_fp32;
+    /** The same patterns as one ';'-separated string ("*norm*;*bias"); may be NULL. Both lists apply. */
+    const char *keep_fp32_list;
+    /** Fixed shapes for graph inputs with symbolic dimensions: NULL-terminated array of "NAME=d0,d1,..."
+        strings ("sample=1,4,64,64"); may be NULL. */
+    const char *const *input_shapes;
+    /** Optional: receives the conversion report (per-op-type counts before/after simplification, weight
+        bytes, largest weight) once at ONNXSTREAM_LOG_INFO, and each warning (extra outputs, values clamped
+        to the float16 range, ...) at ONNXSTREAM_LOG_WARNING. Called on the converting thread. */
+    onnxstream_log_fn report_fn;
+    void *report_user_data;
+} onnxstream_convert_options_t;
+
+/** Fill *options with defaults and struct_size. Safe to call with NULL (does nothing). */
+ONNXSTREAM_API void onnxstream_convert_options_init(onnxstream_convert_options_t *options);
+
+/**
+ * Convert an ONNX model (opset 11 up to the newest the linked ONNX library knows; external data files
+ * are found relative to the model file) into an OnnxStream model folder: model.txt plus one .bin file
+ * per weight. The graph is shape-inferred and simplified first (constant folding with the engine's own
+ * kernels, no-op and dead-code elimination, BatchNormalization folded into Conv). out_dir must not exist
+ * (or be an empty folder) and its parent must exist; the model is written to a temporary sibling folder,
+ * checked with the engine's own parser and shape planner, and renamed to out_dir, so a failed conversion
+ * never leaves a partial folder behind. options may be NULL (defaults).
+ * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT NULL paths, struct_size 0, a bad pattern or input shape, out_dir
+ *         exists and is not empty, or an input keeps a symbolic dimension (fix it with input_shapes).
+ * @retval ONNXSTREAM_ERR_IO               the model or an external data file is missing, unreadable or
+ *         truncated, or the output cannot be written.
+ * @retval ONNXSTREAM_ERR_INVALID_MODEL    not a parsable ONNX file, dangling or doubly produced values, a
+ *         cycle, or shapes that do not check.
+ * @retval ONNXSTREAM_ERR_UNSUPPORTED      operators this engine cannot run (the message lists every type with
+ *         its count and first node), tensors model.txt cannot store, or an opset outside the range above.
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t onnxstream_convert_onnx(
+    const char *onnx_path, const char *out_dir, const onnxstream_convert_options_t *options);
+
 #ifdef __cplusplus
 }
 #endif

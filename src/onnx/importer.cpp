@@ -1,0 +1,391 @@
+#include "onnx/importer.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <onnx/defs/schema.h>
+#include <onnx/version_converter/convert.h>
+
+#include "ops/registry.h"
+#include "onnx/passes/passes.h"
+#include "onnx/shapes.h"
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace onnxstream::importer {
+
+namespace {
+
+constexpr int64_t kMinOpset = 11;
+constexpr int kMaxFunctionDepth = 16;
+constexpr int kMaxRounds = 32;
+
+int64_t newest_known_opset() {
+    const auto &map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+    auto it = map.find(onnx::ONNX_DOMAIN);
+    return it == map.end() ? 0 : it->second.second;
+}
+
+onnx::ModelProto read_model_proto(const std::string &path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(ONNXSTREAM_ERR_IO, "cannot open ", path, ": ", std::strerror(errno));
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        fail(ONNXSTREAM_ERR_IO, path, " is not a regular file");
+    }
+    if (st.st_size == 0) {
+        ::close(fd);
+        fail(ONNXSTREAM_ERR_INVALID_MODEL, path, " is empty");
+    }
+    if (static_cast<uint64_t>(st.st_size) >= (1ull << 31)) {
+        ::close(fd);
+        fail(ONNXSTREAM_ERR_INVALID_MODEL, path, " is ", st.st_size,
+             " bytes; a protobuf file cannot exceed 2 GB, so models this big must keep their weights in external data");
+    }
+    onnx::ModelProto m;
+    bool ok;
+    {
+        google::protobuf::io::FileInputStream file(fd);
+        google::protobuf::io::CodedInputStream in(&file);
+        in.SetTotalBytesLimit(INT_MAX);
+        ok = m.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+    }
+    ::close(fd);
+    if (!ok)
+        fail(ONNXSTREAM_ERR_INVALID_MODEL, "cannot parse ", path,
+             " as an ONNX model: the file is truncated, corrupt or not an ONNX protobuf");
+    if (!m.has_graph() || m.graph().node_size() == 0)
+        fail(ONNXSTREAM_ERR_INVALID_MODEL, path,
+             " holds no ONNX graph (no nodes): it is truncated or not an ONNX model");
+    return m;
+}
+
+int64_t default_opset(const onnx::ModelProto &m) {
+    for (const auto &op : m.opset_import())
+        if (op.domain().empty() || op.domain() == "ai.onnx") return op.version();
+    return 0;
+}
+
+// Opsets older than 11 are upgraded with ONNX's version converter; newer than this ONNX library knows
+// cannot be shape-inferred.
+void check_opset(onnx::ModelProto &m, const std::string &path) {
+    int64_t opset = default_opset(m);
+    const int64_t newest = newest_known_opset();
+    if (opset == 0)
+        fail(ONNXSTREAM_ERR_INVALID_MODEL, path, ": the model imports no version of the default ONNX opset");
+    if (opset > newest)
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, path, ": opset ", opset,
+             " is newer than the newest this build's ONNX library knows (", newest,
+             "); re-export the model with opset ", kMinOpset, "..", newest);
+    if (opset >= kMinOpset) return;
+    try {
+        m = onnx::version_conversion::ConvertVersion(m, static_cast<int>(kMinOpset));
+    } catch (const std::exception &e) {
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, path, ": opset ", opset, " is older than ", kMinOpset,
+             " and ONNX's version converter could not upgrade it: ", e.what());
+    }
+}
+
+Node node_from_proto(const onnx::NodeProto &p) {
+    Node n;
+    n.name = p.name();
+    n.op_type = p.op_type();
+    n.domain = p.domain() == "ai.onnx" ? std::string() : p.domain();
+    n.inputs.assign(p.input().begin(), p.input().end());
+    n.outputs.assign(p.output().begin(), p.output().end());
+    n.attrs.assign(p.attribute().begin(), p.attribute().end());
+    return n;
+}
+
+using FunctionMap = std::map<std::pair<std::string, std::string>, const onnx::FunctionProto *>;
+
+// Replace calls of model-local functions by their bodies: formal inputs/outputs become the call's values,
+// internal values get a per-call prefix, attribute references take the call's attribute values.
+void inline_functions(std::vector<Node> &nodes, const FunctionMap &functions, int depth, int &call_counter) {
+    if (functions.empty()) return;
+    std::vector<Node> out;
+    out.reserve(nodes.size());
+    for (Node &n : nodes) {
+        std::string domain = n.domain;
+        auto it = functions.find({domain, n.op_type});
+        if (it == functions.end()) {
+            out.push_back(std::move(n));
+            continue;
+        }
+        if (depth >= kMaxFunctionDepth)
+            fail(ONNXSTREAM_ERR_INVALID_MODEL, "function ", n.op_type, " is nested more than ", kMaxFunctionDepth,
+                 " levels deep (recursive functions are not allowed)");
+        const onnx::FunctionProto &f = *it->second;
+        std::string prefix = cat(n.name.empty() ? f.name() : n.name, "/", call_counter++, "/");
+        std::unordered_map<std::string, std::string> rename;
+        for (int i = 0; i < f.input_size(); ++i)
+            rename[f.input(i)] = static_cast<size_t>(i) < n.inputs.size() ? n.inputs[static_cast<size_t>(i)] : "";
+        for (int i = 0; i < f.output_size(); ++i) {
+            size_t k = static_cast<size_t>(i);
+            rename[f.output(i)] = k < n.outputs.size() && !n.outputs[k].empty() ? n.outputs[k] : prefix + f.output(i);
+        }
+        auto map_name = [&](const std::string &v) -> std::string {
+            if (v.empty()) return v;
+            auto r = rename.find(v);
+            return r != rename.end() ? r->second : prefix + v;
+        };
+        std::vector<Node> body;
+        for (int j = 0; j < f.node_size(); ++j) {
+            Node b = node_from_proto(f.node(j));
+            b.name = prefix + (b.name.empty() ? cat(b.op_type, "_", j) : b.name);
+            for (auto &v : b.inputs) v = map_name(v);
+            for (auto &v : b.outputs) v = map_name(v);
+            std::vector<onnx::AttributeProto> attrs;
+            for (auto &a : b.attrs) {
+                if (a.ref_attr_name().empty()) {
+                    attrs.push_back(std::move(a));
+                    continue;
+                }
+                if (const onnx::AttributeProto *given = n.attr(a.ref_attr_name())) {
+                    onnx::AttributeProto copy = *given;
+                    copy.set_name(a.name());
+                    attrs.push_back(std::move(copy));
+                }
+            }
+            b.attrs = std::move(attrs);
+            body.push_back(std::move(b));
+        }
+        inline_functions(body, functions, depth + 1, call_counter);
+        for (Node &b : body) out.push_back(std::move(b));
+    }
+    nodes = std::move(out);
+}
+
+std::string list_names(const std::vector<std::string> &names) {
+    std::string out;
+    for (const auto &n : names) out += cat(out.empty() ? "" : ", ", "'", n, "'");
+    return out.empty() ? "none" : out;
+}
+
+void apply_input_shape(IrGraph &g, const std::string &name, const Shape &dims) {
+    bool is_input = std::find(g.inputs.begin(), g.inputs.end(), name) != g.inputs.end();
+    if (!is_input) {
+        if (g.is_constant(name))
+            fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "--input-shape ", name, ": '", name,
+                 "' is an initializer, not a graph input");
+        fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "--input-shape ", name, ": the model has no input '", name,
+             "' (inputs: ", list_names(g.inputs), ")");
+    }
+    ValueType &t = g.types[name];
+    if (t.has_shape) {
+        if (t.dims.size() != dims.size())
+            fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "--input-shape ", name, ": the model declares rank ", t.dims.size(),
+                 " ", t.shape_text(), " but ", shape_str(dims), " has rank ", dims.size());
+        for (size_t i = 0; i < dims.size(); ++i)
+            if (t.dims[i] >= 0 && t.dims[i] != dims[i])
+                fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "--input-shape ", name, ": dimension ", i, " is fixed to ",
+                     t.dims[i], " by the model ", t.shape_text(), " but ", shape_str(dims), " asks for ", dims[i]);
+    }
+    t.has_shape = true;
+    t.dims = dims;
+    t.dim_params.assign(dims.size(), std::string());
+}
+
+std::map<std::string, size_t> count_ops(const IrGraph &g) {
+    std::map<std::string, size_t> counts;
+    for (const Node &n : g.nodes) ++counts[n.engine_type()];
+    return counts;
+}
+
+// Graph inputs the model reads must have fully known shapes: the engine plans every tensor up front.
+void check_input_shapes(const IrGraph &g) {
+    GraphIndex idx(g);
+    for (const auto &name : g.inputs) {
+        if (!idx.is_used(name)) continue;
+        const ValueType *t = g.type_of(name);
+        if (!t || t->elem_type == 0)
+            fail(ONNXSTREAM_ERR_INVALID_MODEL, g.source, ": graph input '", name, "' has no tensor type");
+        if (!t->is_static()) {
+            std::string example;
+            for (size_t i = 0; t->has_shape && i < t->dims.size(); ++i)
+                example += cat(i ? "," : "", t->dims[i] >= 0 ? t->dims[i] : 1);
+            fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, g.source, ": input '", name, "' has the symbolic shape ",
+                 t->shape_text(), "; fix it with --input-shape ", name, "=",
+                 t->has_shape ? example : std::string("d0,d1,..."));
+        }
+    }
+}
+
+std::string parent_dir(std::string path) {
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    size_t slash = path.rfind('/');
+    if (slash == std::string::npos) return ".";
+    return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string human_bytes(uint64_t b) {
+    const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = static_cast<double>(b);
+    int u = 0;
+    while (v >= 1024 && u < 4) v /= 1024, ++u;
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), u ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
+} // namespace
+
+std::pair<std::string, Shape> parse_input_shape(const std::string &text) {
+    size_t eq = text.rfind('=');
+    if (eq == std::string::npos || eq == 0)
+        fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "--input-shape expects NAME=d0,d1,... but got '", text, "'");
+    Shape dims;
+    std::string list = text.substr(eq + 1);
+    if (!list.empty())
+        for (auto part : split(list, ',')) {
+            int64_t d = 0;
+            if (!parse_int64(part, d) || d < 0)
+                fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "--input-shape ", text, ": '", part,
+                     "' is not a non-negative dimension");
+            dims.push_back(d);
+        }
+    return {text.substr(0, eq), dims};
+}
+
+IrGraph load_onnx(const std::string &path, const std::vector<std::pair<std::string, Shape>> &input_shapes) {
+    onnx::ModelProto m = read_model_proto(path);
+    check_opset(m, path);
+
+    IrGraph g;
+    g.source = path;
+    size_t slash = path.rfind('/');
+    g.model_dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+    g.ir_version = m.ir_version();
+    g.opset = default_opset(m);
+    g.opset_imports.assign(m.opset_import().begin(), m.opset_import().end());
+
+    onnx::GraphProto *graph = m.mutable_graph();
+    for (auto &t : *graph->mutable_initializer()) {
+        if (t.name().empty()) fail(ONNXSTREAM_ERR_INVALID_MODEL, path, ": an initializer has no name");
+        if (g.constants.count(t.name()))
+            fail(ONNXSTREAM_ERR_INVALID_MODEL, path, ": two initializers are named '", t.name(), "'");
+        std::string what = cat(path, ": initializer '", t.name(), "'");
+        g.constants.emplace(t.name(), constant_from_proto(t, g.model_dir, what));
+    }
+    for (const auto &sparse : graph->sparse_initializer())
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, path, ": sparse initializer '", sparse.values().name(), "' is not supported");
+    for (const auto &vi : graph->input()) {
+        if (g.is_constant(vi.name())) continue; // an initializer listed as input (IR < 4 style): a constant
+        if (vi.type().has_sequence_type() || vi.type().has_map_type() || vi.type().has_optional_type())
+            fail(ONNXSTREAM_ERR_UNSUPPORTED, path, ": input '", vi.name(), "' is not a tensor");
+        g.inputs.push_back(vi.name());
+        g.types[vi.name()] = value_type_from_proto(vi.type());
+    }
+    for (const auto &vi : graph->output()) g.outputs.push_back(vi.name());
+
+    FunctionMap functions;
+    for (const auto &f : m.functions()) functions[{f.domain() == "ai.onnx" ? "" : f.domain(), f.name()}] = &f;
+    std::vector<Node> nodes;
+    nodes.reserve(static_cast<size_t>(graph->node_size()));
+    for (const auto &p : graph->node()) nodes.push_back(node_from_proto(p));
+    int calls = 0;
+    inline_functions(nodes, functions, 0, calls);
+    std::unordered_map<std::string, int> seen_names;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        Node &n = nodes[i];
+        if (n.name.empty()) n.name = cat(n.op_type, "_", i);
+        if (seen_names[n.name]++) n.name = cat(n.name, "_", i); // duplicate names would confuse every message
+    }
+    g.nodes = std::move(nodes);
+
+    for (const auto &[name, dims] : input_shapes) apply_input_shape(g, name, dims);
+    topo_sort(g);
+    return g;
+}
+
+int simplify(IrGraph &g, ConstantEvaluator &evaluator, const FoldLimits &limits,
+             const std::shared_ptr<SpillFile> &spill) {
+    for (int round = 1; round <= kMaxRounds; ++round) {
+        infer_types(g);
+        bool changed = fold_constants(g, evaluator, limits, spill);
+        changed |= eliminate_noops(g);
+        changed |= fuse_batchnorm_into_conv(g);
+        changed |= eliminate_dead_code(g);
+        if (!changed) return round;
+    }
+    infer_types(g);
+    return kMaxRounds;
+}
+
+void check_supported(const IrGraph &g) {
+    const Registry &registry = Registry::builtin();
+    std::map<std::string, std::pair<size_t, std::string>> missing; // type -> (count, first node)
+    for (const Node &n : g.nodes) {
+        if (n.default_domain() && registry.find(n.op_type)) continue;
+        auto &m = missing[n.engine_type()];
+        if (m.first++ == 0) m.second = n.name;
+    }
+    if (missing.empty()) return;
+    std::string list;
+    for (const auto &kv : missing)
+        list += cat(list.empty() ? "" : "; ", kv.first, " x", kv.second.first, " (first: '", kv.second.second, "')");
+    fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": ", missing.size(), " operator type", missing.size() == 1 ? "" : "s",
+         " cannot run in onnxstream: ", list);
+}
+
+ConvertReport convert_onnx(const std::string &onnx_path, const std::string &out_dir, const ConvertOptions &options) {
+    check_output_dir(out_dir);
+    ConvertReport report;
+    report.source = onnx_path;
+    IrGraph g = load_onnx(onnx_path, options.input_shapes);
+    report.opset = g.opset;
+    report.nodes_before = g.nodes.size();
+    report.ops_before = count_ops(g);
+    check_input_shapes(g);
+
+    // Folded weights spill next to the output (where there is room for the model anyway), not to RAM.
+    auto spill = std::make_shared<SpillFile>(parent_dir(out_dir));
+    ConstantEvaluator evaluator;
+    report.rounds = simplify(g, evaluator, options.fold, spill);
+    report.nodes_after = g.nodes.size();
+    report.ops_after = count_ops(g);
+    check_supported(g);
+
+    WriteOptions w;
+    w.fp16 = options.fp16;
+    w.keep_fp32 = options.keep_fp32;
+    report.written = write_model(g, out_dir, w);
+    return report;
+}
+
+std::string ConvertReport::text() const {
+    std::string out = cat("onnxstream-convert report: ", source, "\n");
+    out += cat("  opset ", opset, "; ", nodes_before, " nodes before simplification, ", nodes_after, " after (", rounds,
+               " round", rounds == 1 ? "" : "s", ")\n");
+    std::map<std::string, std::pair<size_t, size_t>> rows;
+    for (const auto &kv : ops_before) rows[kv.first].first = kv.second;
+    for (const auto &kv : ops_after) rows[kv.first].second = kv.second;
+    size_t width = 7;
+    for (const auto &kv : rows) width = std::max(width, kv.first.size());
+    char buf[256];
+    std::snprintf(buf, sizeof(buf), "  %-*s %8s %8s\n", static_cast<int>(width), "op type", "before", "after");
+    out += buf;
+    for (const auto &kv : rows) {
+        std::snprintf(buf, sizeof(buf), "  %-*s %8zu %8zu\n", static_cast<int>(width), kv.first.c_str(),
+                      kv.second.first, kv.second.second);
+        out += buf;
+    }
+    out += cat("  weights: ", written.weight_files, " files, ", written.weight_bytes, " bytes (",
+               human_bytes(written.weight_bytes), ")");
+    if (written.fp16_weights) out += cat(", ", written.fp16_weights, " stored as float16");
+    out += "\n";
+    if (!written.largest_weight.empty())
+        out += cat("  largest weight: ", written.largest_weight, " (", written.largest_bytes, " bytes, ",
+                   human_bytes(written.largest_bytes), ")\n");
+    for (const auto &note : written.notes) out += cat("  note: ", note, "\n");
+    return out;
+}
+
+} // namespace onnxstream::importer

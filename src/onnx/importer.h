@@ -1,0 +1,56 @@
+// ONNX -> OnnxStream model folder: load (external data, any opset 11..the newest this ONNX library knows,
+// model-local functions inlined), fix symbolic input shapes, infer shapes, simplify to a fixed point
+// (constant folding with the engine's kernels, no-op and dead-code elimination, BatchNorm into Conv),
+// check that the engine runs every remaining op, and write model.txt + weights atomically.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "onnx/evaluator.h"
+#include "onnx/ir.h"
+#include "onnx/writer.h"
+
+namespace onnxstream::importer {
+
+struct ConvertOptions {
+    bool fp16 = false;
+    std::vector<std::string> keep_fp32; // fnmatch patterns on initializer names (or weight file names)
+    std::vector<std::pair<std::string, Shape>> input_shapes; // fixed shapes for graph inputs
+    FoldLimits fold;
+};
+
+struct ConvertReport {
+    std::string source;
+    int64_t opset = 0;
+    size_t nodes_before = 0, nodes_after = 0;
+    std::map<std::string, size_t> ops_before, ops_after;
+    int rounds = 0; // simplification rounds until nothing changed
+    WriteSummary written;
+
+    // The text `onnxstream-convert --report` prints.
+    std::string text() const;
+};
+
+// Parse "--input-shape" text "name=1,3,224,224" (a name may itself contain '='; the last one splits).
+// Throws INVALID_ARGUMENT.
+std::pair<std::string, Shape> parse_input_shape(const std::string &text);
+
+// The whole conversion. Throws Error: IO (missing/unreadable files), INVALID_MODEL (not ONNX, truncated,
+// dangling values, cycles), INVALID_ARGUMENT (bad options, symbolic input shapes without --input-shape,
+// existing output folder), UNSUPPORTED (ops the engine lacks: every type with its count and first node).
+ConvertReport convert_onnx(const std::string &onnx_path, const std::string &out_dir, const ConvertOptions &options);
+
+// The stages of convert_onnx, for tests and tools.
+IrGraph load_onnx(const std::string &onnx_path, const std::vector<std::pair<std::string, Shape>> &input_shapes);
+// Shape inference and every pass until nothing changes; returns the number of rounds. Big folded
+// constants go to `spill` when given.
+int simplify(IrGraph &g, ConstantEvaluator &evaluator, const FoldLimits &limits,
+             const std::shared_ptr<SpillFile> &spill = nullptr);
+// Throws UNSUPPORTED listing every op type the engine cannot run.
+void check_supported(const IrGraph &g);
+
+} // namespace onnxstream::importer

@@ -1,0 +1,100 @@
+#include "onnx/shapes.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "util/error.h"
+
+namespace onnxstream::importer {
+
+namespace {
+
+// Constants up to this size carry their data into shape inference (shape tensors, axes, scales).
+constexpr uint64_t kInferenceDataBytes = 64 << 10;
+
+bool more_informative(const ValueType &fresh, const ValueType &old) {
+    if (fresh.elem_type == 0) return false;
+    if (old.elem_type == 0 || !old.has_shape) return true;
+    if (!fresh.has_shape) return false;
+    if (fresh.dims.size() != old.dims.size()) return true;
+    size_t known_fresh = 0, known_old = 0;
+    for (size_t i = 0; i < fresh.dims.size(); ++i) {
+        known_fresh += fresh.dims[i] >= 0;
+        known_old += old.dims[i] >= 0;
+    }
+    return known_fresh >= known_old;
+}
+
+} // namespace
+
+void infer_types(IrGraph &g) {
+    onnx::ModelProto m;
+    m.set_ir_version(std::max<int64_t>(g.ir_version, 7));
+    for (const auto &op : g.opset_imports) *m.add_opset_import() = op;
+    onnx::GraphProto *graph = m.mutable_graph();
+    graph->set_name("onnxstream-convert");
+    for (const auto &name : g.inputs) {
+        auto *vi = graph->add_input();
+        vi->set_name(name);
+        if (const ValueType *t = g.type_of(name)) value_type_to_proto(*t, vi->mutable_type());
+    }
+    for (const auto &kv : g.constants) {
+        const ConstantData &c = kv.second;
+        if (c.type() != kOnnxString && c.byte_size() <= kInferenceDataBytes) {
+            onnx::TensorProto *t = graph->add_initializer();
+            t->set_name(kv.first);
+            t->set_data_type(c.type());
+            for (int64_t d : c.shape()) t->add_dims(d);
+            t->set_raw_data(*c.bytes());
+        } else {
+            auto *vi = graph->add_input();
+            vi->set_name(kv.first);
+            ValueType v;
+            v.elem_type = c.type();
+            v.has_shape = true;
+            v.dims = c.shape();
+            v.dim_params.resize(v.dims.size());
+            value_type_to_proto(v, vi->mutable_type());
+        }
+    }
+    for (const Node &n : g.nodes) {
+        onnx::NodeProto *p = graph->add_node();
+        p->set_name(n.name);
+        p->set_op_type(n.op_type);
+        p->set_domain(n.domain);
+        for (const auto &in : n.inputs) p->add_input(in);
+        for (const auto &out : n.outputs) p->add_output(out);
+        for (const auto &a : n.attrs) *p->add_attribute() = a;
+    }
+    for (const auto &name : g.outputs) graph->add_output()->set_name(name);
+
+    // Data propagation resolves more shapes but is the younger, less travelled code in ONNX 1.12: when it
+    // trips over a graph, plain inference (plus our own constant folding between rounds) still works.
+    const onnx::ModelProto original = m;
+    try {
+        onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(),
+                                           onnx::ShapeInferenceOptions(false, 0, true));
+    } catch (const std::exception &) {
+        m = original;
+        try {
+            onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(),
+                                               onnx::ShapeInferenceOptions(false, 0, false));
+        } catch (const std::exception &e) {
+            fail(ONNXSTREAM_ERR_INVALID_MODEL, g.source, ": ONNX shape inference failed: ", e.what());
+        }
+    }
+
+    auto record = [&](const onnx::ValueInfoProto &vi) {
+        if (!vi.has_type() || g.is_constant(vi.name())) return;
+        ValueType fresh = value_type_from_proto(vi.type());
+        auto it = g.types.find(vi.name());
+        if (it == g.types.end())
+            g.types.emplace(vi.name(), std::move(fresh));
+        else if (more_informative(fresh, it->second))
+            it->second = std::move(fresh);
+    };
+    for (const auto &vi : m.graph().value_info()) record(vi);
+    for (const auto &vi : m.graph().output()) record(vi);
+}
+
+} // namespace onnxstream::importer

@@ -1,0 +1,484 @@
+#include "onnx/writer.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fnmatch.h>
+#include <functional>
+#include <map>
+#include <optional>
+#include <sys/stat.h>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "graph/graph.h"
+#include "graph/planner.h"
+#include "onnx/attr_text.h"
+#include "ops/registry.h"
+#include "tensor/half.h"
+#include "util/error.h"
+#include "util/strings.h"
+#include "weights/weight_files.h"
+
+namespace onnxstream::importer {
+
+namespace {
+
+constexpr size_t kChunkBytes = 16u << 20;
+constexpr size_t kMaxFileBase = 200; // leaves room for "_nhwc.bin" under the usual 255-byte limit
+constexpr size_t kPlanConstantBytes = 1u << 20;
+
+std::string strip_trailing_slashes(std::string p) {
+    while (p.size() > 1 && p.back() == '/') p.pop_back();
+    return p;
+}
+
+std::string parent_of(const std::string &path) {
+    size_t slash = path.rfind('/');
+    if (slash == std::string::npos) return ".";
+    return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Ops whose trailing outputs are optional extras: leaving unused ones out does not change the result.
+bool trailing_outputs_optional(const std::string &op) {
+    return op == "Dropout" || op == "MaxPool" || op == "LayerNormalization" || op == "BatchNormalization" ||
+           op == "LSTM" || op == "GRU" || op == "RNN";
+}
+
+// A 4-D weight the reading op prefers in OHWI order (Conv's W): written as OnnxStream does, referenced as
+// "<name>_nchw.bin" and stored as "<name>_nhwc.bin", which the engine's providers read without a transpose.
+bool wants_ohwi(const Node &n, size_t input, const ConstantData &c) {
+    if (!n.default_domain() || c.shape().size() != 4) return false;
+    const OpDef *def = Registry::builtin().find(n.op_type);
+    return def && def->ohwi_weight_input == static_cast<int>(input);
+}
+
+std::string op_name_text(const Node &n, size_t index) {
+    std::string name = n.name.empty() ? cat(n.op_type, "_", index) : n.name;
+    for (unsigned char c : name)
+        if (c == '*' || c < 0x20 || c == 0x7F) return escape_name(name);
+    return name;
+}
+
+struct WeightPlan {
+    const ConstantData *data = nullptr;
+    std::string base;
+    DType stored = DType::F32;
+    bool plain = false;     // "<base>.bin"
+    bool ohwi = false;      // "<base>_nhwc.bin", referenced as "<base>_nchw.bin" by Conv
+    bool keep_fp32 = false; // a --keep-fp32 pattern matches
+};
+
+class OutFile {
+public:
+    explicit OutFile(std::string path) : path_(std::move(path)), f_(std::fopen(path_.c_str(), "wb")) {
+        if (!f_) fail(ONNXSTREAM_ERR_IO, "cannot create ", path_, ": ", std::strerror(errno));
+    }
+    ~OutFile() {
+        if (f_) std::fclose(f_);
+    }
+    void write(const void *data, size_t n) {
+        if (n && std::fwrite(data, 1, n, f_) != n)
+            fail(ONNXSTREAM_ERR_IO, "cannot write ", path_, ": ", std::strerror(errno));
+    }
+    void close() {
+        int rc = std::fclose(f_);
+        f_ = nullptr;
+        if (rc != 0) fail(ONNXSTREAM_ERR_IO, "cannot write ", path_, ": ", std::strerror(errno));
+    }
+
+private:
+    std::string path_;
+    FILE *f_;
+};
+
+// float32 -> float16, clamping finite values beyond the float16 range instead of turning them into inf.
+void to_half(const float *src, uint16_t *dst, size_t n, uint64_t &clamped) {
+    std::vector<float> tmp(src, src + n);
+    for (float &v : tmp)
+        if (std::isfinite(v) && std::fabs(v) > 65504.0f) {
+            v = v < 0 ? -65504.0f : 65504.0f;
+            ++clamped;
+        }
+    float_to_half_n(tmp.data(), dst, n);
+}
+
+// Bytes as stored on disk: the source bytes, or float32 turned into float16.
+std::string convert(const char *src, size_t n_bytes, int32_t from, DType to, uint64_t &clamped) {
+    if (from == kOnnxFloat && to == DType::F16) {
+        size_t n = n_bytes / 4;
+        std::string out(n * 2, '\0');
+        std::vector<float> f(n);
+        std::memcpy(f.data(), src, n * 4);
+        to_half(f.data(), reinterpret_cast<uint16_t *>(out.data()), n, clamped);
+        return out;
+    }
+    return std::string(src, n_bytes);
+}
+
+void write_plain(const std::string &path, const ConstantData &c, DType stored, uint64_t &clamped) {
+    OutFile out(path);
+    const uint64_t total = c.byte_size();
+    const size_t esize = onnx_type_size(c.type());
+    std::string buf;
+    for (uint64_t off = 0; off < total;) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(total - off, kChunkBytes / esize * esize));
+        buf.resize(n);
+        c.read(off, buf.data(), n);
+        std::string stored_bytes = convert(buf.data(), n, c.type(), stored, clamped);
+        out.write(stored_bytes.data(), stored_bytes.size());
+        off += n;
+    }
+    out.close();
+}
+
+void write_ohwi(const std::string &path, const ConstantData &c, DType stored, uint64_t &clamped) {
+    const Shape &s = c.shape();
+    const size_t O = static_cast<size_t>(s[0]), I = static_cast<size_t>(s[1]);
+    const size_t H = static_cast<size_t>(s[2]), W = static_cast<size_t>(s[3]);
+    const size_t es = onnx_type_size(c.type());
+    auto src = c.bytes();
+    std::string ohwi(src->size(), '\0');
+    for (size_t o = 0; o < O; ++o)
+        for (size_t i = 0; i < I; ++i)
+            for (size_t h = 0; h < H; ++h)
+                for (size_t w = 0; w < W; ++w)
+                    std::memcpy(&ohwi[(((o * H + h) * W + w) * I + i) * es],
+                                src->data() + (((o * I + i) * H + h) * W + w) * es, es);
+    std::string stored_bytes = convert(ohwi.data(), ohwi.size(), c.type(), stored, clamped);
+    OutFile out(path);
+    out.write(stored_bytes.data(), stored_bytes.size());
+    out.close();
+}
+
+// Removes the temporary folder unless the conversion got as far as renaming it into place.
+struct TempFolder {
+    std::string path;
+    bool committed = false;
+    ~TempFolder() {
+        if (committed || path.empty()) return;
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+};
+
+bool matches_any(const std::vector<std::string> &patterns, const std::string &name, const std::string &file) {
+    for (const auto &p : patterns)
+        if (::fnmatch(p.c_str(), name.c_str(), 0) == 0 || ::fnmatch(p.c_str(), file.c_str(), 0) == 0) return true;
+    return false;
+}
+
+} // namespace
+
+std::string weight_file_base(const std::string &constant_name) {
+    std::string base = escape_name(constant_name);
+    if (base.size() <= kMaxFileBase) return base;
+    char hash[24];
+    std::snprintf(hash, sizeof(hash), "_%016zx", std::hash<std::string>()(constant_name));
+    return base.substr(0, kMaxFileBase - 17) + hash;
+}
+
+void check_output_dir(const std::string &out_dir_arg) {
+    if (out_dir_arg.empty()) fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "the output folder path is empty");
+    std::string out_dir = strip_trailing_slashes(out_dir_arg);
+    struct stat st;
+    std::string parent = parent_of(out_dir);
+    if (::stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        fail(ONNXSTREAM_ERR_IO, "cannot create output folder ", out_dir, ": its parent folder ", parent,
+             " does not exist");
+    if (::stat(out_dir.c_str(), &st) == 0) {
+        if (!S_ISDIR(st.st_mode))
+            fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "output path ", out_dir, " exists and is not a folder");
+        std::error_code ec;
+        if (!std::filesystem::is_empty(out_dir, ec) || ec)
+            fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "output folder ", out_dir,
+                 " already exists and is not empty; remove it or choose another folder");
+    }
+}
+
+namespace {
+
+struct OutputPlan {
+    std::map<std::string, WeightPlan> weights; // by constant name; ordered for deterministic output
+    ModelText text;
+};
+
+// Whether the engine's infer for `line` accepts these input dtypes and still gives the outputs the dtypes
+// ONNX says they have (a float16 weight must not turn a float32 activation into float16).
+bool engine_accepts(const IrGraph &g, const Node &n, const OpLine &line, const std::vector<DType> &dtypes) {
+    const OpDef *def = Registry::builtin().find(line.type);
+    if (!def) return false;
+    const std::string where = cat("float16 check of ", n.describe());
+    Attributes attrs(&line.attrs, where);
+    NodeView view{line.name, line.type, where, attrs};
+    std::vector<std::optional<TensorInfo>> infos;
+    std::vector<Tensor> constants(line.inputs.size());
+    Allocator alloc;
+    for (size_t k = 0; k < line.inputs.size(); ++k) {
+        const TensorRef &ref = line.inputs[k];
+        if (!ref.present) {
+            infos.push_back(std::nullopt);
+            continue;
+        }
+        infos.push_back(TensorInfo{dtypes[k], ref.shape, {}});
+        // Small integer weights (shapes, axes) are what infer reads as constants.
+        auto it = g.constants.find(n.inputs[k]);
+        if (ref.is_weight && it != g.constants.end() && dtypes[k] != DType::F16 && dtypes[k] != DType::F32 &&
+            it->second.byte_size() <= kPlanConstantBytes) {
+            constants[k] = make_tensor(alloc, dtypes[k], ref.shape);
+            auto bytes = it->second.bytes();
+            if (!bytes->empty()) std::memcpy(constants[k].raw(), bytes->data(), bytes->size());
+        }
+    }
+    std::vector<Shape> declared;
+    for (const auto &out : line.outputs) declared.push_back(out.shape);
+    InferContext ctx(view, std::move(infos), std::move(declared),
+                     [&](size_t i) -> const Tensor * { return constants[i].empty() ? nullptr : &constants[i]; });
+    std::vector<TensorInfo> outs;
+    try {
+        outs = def->infer(ctx);
+    } catch (const Error &) {
+        return false;
+    }
+    if (outs.size() != line.outputs.size()) return false;
+    for (size_t k = 0; k < outs.size(); ++k) {
+        const ValueType *t = g.type_of(n.outputs[k]);
+        DType want;
+        if (!t || !dtype_of(t->elem_type, want) || outs[k].dtype != want) return false;
+    }
+    return true;
+}
+
+// --fp16 picked every float32 weight not kept by a pattern. Keep float16 only where the engine runs the
+// reading op with it: kernels that widen weights as they pack them take a float16 weight beside float32
+// activations, ops that need matching input dtypes do not (and their parameters, normalization scales
+// and biases, are the precision-sensitive ones anyway). Asking each op's own infer keeps this in step
+// with the engine. A weight shared by ops goes back to float32 if any of them refuses it.
+void keep_fp16_where_engine_runs(const IrGraph &g, const ModelText &text, std::map<std::string, WeightPlan> &weights) {
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = 0; i < g.nodes.size(); ++i) {
+            const Node &n = g.nodes[i];
+            const OpLine &line = text.ops[i];
+            std::vector<DType> dtypes(line.inputs.size(), DType::F32);
+            bool has_fp16 = false, known = true;
+            for (size_t k = 0; k < line.inputs.size(); ++k) {
+                if (!line.inputs[k].present) continue;
+                if (line.inputs[k].is_weight) {
+                    dtypes[k] = weights.at(n.inputs[k]).stored;
+                    has_fp16 |= dtypes[k] == DType::F16 && weights.at(n.inputs[k]).data->type() == kOnnxFloat;
+                } else {
+                    const ValueType *t = g.type_of(n.inputs[k]);
+                    known = known && t && dtype_of(t->elem_type, dtypes[k]);
+                }
+            }
+            if (!has_fp16 || (known && engine_accepts(g, n, line, dtypes))) continue;
+            for (size_t k = 0; k < line.inputs.size(); ++k) {
+                if (!line.inputs[k].is_weight) continue;
+                WeightPlan &w = weights.at(n.inputs[k]);
+                if (w.stored == DType::F16 && w.data->type() == kOnnxFloat) {
+                    w.stored = DType::F32;
+                    changed = true;
+                }
+            }
+        }
+    }
+}
+
+// Weight files and model.txt lines for g; throws for anything model.txt cannot express.
+OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSummary &summary) {
+    OutputPlan plan;
+    auto &weights = plan.weights;
+    auto &text = plan.text;
+    GraphIndex idx(g);
+
+    for (const auto &out : g.outputs) {
+        if (g.is_constant(out))
+            fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": graph output '", out,
+                 "' is a constant after simplification; model.txt can only output values that ops compute");
+        if (!idx.producer.count(out))
+            fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": graph output '", out,
+                 "' is a graph input passed straight through; model.txt can only output values that ops compute");
+        if (idx.consumers.count(out))
+            summary.notes.push_back(cat("graph output '", out,
+                                        "' is also read inside the graph, so model.txt does not "
+                                        "list it as an output: ask for it with onnxstream_model_add_output(\"",
+                                        escape_name(out), "\")"));
+    }
+
+    // Plan the weight files: one per constant, plus the OHWI twin of 4-D Conv weights.
+    for (const Node &n : g.nodes)
+        for (size_t k = 0; k < n.inputs.size(); ++k) {
+            auto it = g.constants.find(n.inputs[k]);
+            if (n.inputs[k].empty() || it == g.constants.end()) continue;
+            const ConstantData &c = it->second;
+            WeightPlan &w = weights[it->first];
+            if (!w.data) {
+                w.data = &c;
+                w.base = weight_file_base(it->first);
+                if (!dtype_of(c.type(), w.stored))
+                    fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": constant '", it->first, "' (read by ", n.describe(),
+                         ") is a ", onnx_type_name(c.type()), " tensor, which model.txt cannot store");
+                w.keep_fp32 = matches_any(options.keep_fp32, it->first, w.base + ".bin");
+            }
+            (wants_ohwi(n, k, c) ? w.ohwi : w.plain) = true;
+        }
+    if (options.fp16)
+        for (auto &kv : weights)
+            if (kv.second.data->type() == kOnnxFloat && !kv.second.keep_fp32) kv.second.stored = DType::F16;
+
+    // model.txt
+    auto activation_ref = [&](const std::string &name, const Node &n) {
+        const ValueType *t = g.type_of(name);
+        if (!t || !t->is_static())
+            fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": ", n.describe(), ": tensor '", name, "' has no static shape ",
+                 t ? t->shape_text() : std::string("(unknown)"), " after shape inference and constant folding");
+        TensorRef ref;
+        ref.name = escape_name(name);
+        ref.shape = t->dims;
+        return ref;
+    };
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+        const Node &n = g.nodes[i];
+        OpLine line;
+        line.line = static_cast<int>(i + 1);
+        line.name = op_name_text(n, i);
+        line.type = n.engine_type();
+        line.attrs = attributes_text(n, g.model_dir);
+        line.has_attr_section = !line.attrs.empty();
+        size_t n_inputs = n.inputs.size();
+        while (n_inputs > 0 && n.inputs[n_inputs - 1].empty()) --n_inputs;
+        for (size_t k = 0; k < n_inputs; ++k) {
+            const std::string &in = n.inputs[k];
+            TensorRef ref;
+            if (in.empty()) {
+                ref.present = false;
+            } else if (g.is_constant(in)) {
+                const WeightPlan &w = weights.at(in);
+                ref.is_weight = true;
+                ref.name = w.base + (wants_ohwi(n, k, *w.data) ? "_nchw.bin" : ".bin");
+                ref.dtype = w.stored;
+                ref.shape = w.data->shape();
+            } else {
+                ref = activation_ref(in, n);
+            }
+            line.inputs.push_back(std::move(ref));
+        }
+        if (n.outputs.empty()) fail(ONNXSTREAM_ERR_INVALID_MODEL, g.source, ": ", n.describe(), " has no outputs");
+        size_t n_outputs = n.outputs.size();
+        while (n_outputs > 0 && (n.outputs[n_outputs - 1].empty() ||
+                                 (trailing_outputs_optional(n.op_type) && !idx.is_used(n.outputs[n_outputs - 1]))))
+            --n_outputs;
+        n_outputs = std::max<size_t>(n_outputs, 1); // model.txt lines need an output even if nothing reads it
+        for (size_t k = 0; k < n_outputs; ++k) {
+            if (n.outputs[k].empty())
+                fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": ", n.describe(), ": output ", k,
+                     " is omitted but a later one is used; model.txt cannot leave out a middle output");
+            if (!idx.is_used(n.outputs[k]))
+                summary.notes.push_back(cat("'", n.outputs[k], "' (output ", k, " of ", n.describe(),
+                                            ") is unused but cannot be left out, so it becomes an extra model output"));
+            line.outputs.push_back(activation_ref(n.outputs[k], n));
+        }
+        text.ops.push_back(std::move(line));
+    }
+
+    if (options.fp16) keep_fp16_where_engine_runs(g, text, weights);
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+        for (size_t k = 0; k < text.ops[i].inputs.size(); ++k) {
+            TensorRef &ref = text.ops[i].inputs[k];
+            if (ref.is_weight) ref.dtype = weights.at(g.nodes[i].inputs[k]).stored;
+        }
+    for (const auto &kv : weights)
+        summary.fp16_weights += kv.second.stored == DType::F16 && kv.second.data->type() == kOnnxFloat;
+    return plan;
+}
+
+} // namespace
+
+WriteSummary write_model(const IrGraph &g, const std::string &out_dir_arg, const WriteOptions &options) {
+    check_output_dir(out_dir_arg);
+    const std::string out_dir = strip_trailing_slashes(out_dir_arg);
+    WriteSummary summary;
+    OutputPlan plan = plan_output(g, options, summary);
+    const auto &weights = plan.weights;
+    const std::string model_txt = write_model_txt(plan.text);
+
+    // Everything goes to a fresh sibling folder that is renamed into place at the very end.
+    TempFolder tmp;
+    {
+        std::string templ = out_dir + ".tmp-XXXXXX";
+        if (!::mkdtemp(templ.data()))
+            fail(ONNXSTREAM_ERR_IO, "cannot create a temporary folder next to ", out_dir, ": ", std::strerror(errno));
+        tmp.path = templ;
+        ::chmod(tmp.path.c_str(), 0755);
+    }
+    {
+        OutFile f(tmp.path + "/model.txt");
+        f.write(model_txt.data(), model_txt.size());
+        f.close();
+    }
+    for (const auto &kv : weights) {
+        const WeightPlan &w = kv.second;
+        uint64_t clamped = 0;
+        const uint64_t stored_bytes = static_cast<uint64_t>(w.data->numel()) * dtype_size(w.stored);
+        auto count = [&](const std::string &file) {
+            ++summary.weight_files;
+            summary.weight_bytes += stored_bytes;
+            if (stored_bytes > summary.largest_bytes || summary.largest_weight.empty()) {
+                summary.largest_bytes = stored_bytes;
+                summary.largest_weight = file;
+            }
+        };
+        if (w.plain) {
+            write_plain(tmp.path + "/" + w.base + ".bin", *w.data, w.stored, clamped);
+            count(w.base + ".bin");
+        }
+        if (w.ohwi) {
+            write_ohwi(tmp.path + "/" + w.base + "_nhwc.bin", *w.data, w.stored, clamped);
+            count(w.base + "_nhwc.bin");
+        }
+        if (clamped)
+            summary.notes.push_back(cat(clamped, " values of '", kv.first,
+                                        "' exceed the float16 range and were clamped "
+                                        "to +-65504 (keep it float32 with --keep-fp32)"));
+    }
+
+    // Load the result back the way the engine will, and plan it, so a model the engine would reject is
+    // never left behind.
+    try {
+        Graph graph(parse_model_txt(model_txt, "model.txt"), "model.txt");
+        std::unordered_map<std::string, const ValueType *> input_types;
+        for (const auto &name : g.inputs) input_types[escape_name(name)] = g.type_of(name);
+        std::vector<TensorInfo> infos;
+        for (int v : graph.inputs()) {
+            const std::string &name = graph.values()[static_cast<size_t>(v)].name;
+            auto it = input_types.find(name);
+            DType dtype = DType::F32;
+            if (it == input_types.end() || !it->second || !dtype_of(it->second->elem_type, dtype))
+                fail(ONNXSTREAM_ERR_UNSUPPORTED, "graph input '", unescape_name(name), "' has type ",
+                     it == input_types.end() || !it->second ? "(unknown)" : onnx_type_name(it->second->elem_type),
+                     ", which onnxstream cannot take as an input");
+            infos.push_back(TensorInfo{dtype, graph.values()[static_cast<size_t>(v)].declared_shape, {}});
+        }
+        Allocator alloc;
+        auto load = [&](const WeightSpec &spec) -> Tensor {
+            if (spec.byte_size() > kPlanConstantBytes) return Tensor();
+            return read_weight_file(resolve_weight_file(tmp.path, spec), spec, alloc);
+        };
+        make_plan(graph, infos, load);
+        summary.ops = graph.nodes().size();
+    } catch (const Error &e) {
+        throw Error(e.status(), cat("the converted model does not pass the engine's checks: ", e.what()));
+    }
+
+    if (::rename(tmp.path.c_str(), out_dir.c_str()) != 0)
+        fail(ONNXSTREAM_ERR_IO, "cannot move the converted model into ", out_dir, ": ", std::strerror(errno));
+    tmp.committed = true;
+    return summary;
+}
+
+} // namespace onnxstream::importer

@@ -1,0 +1,42 @@
+// The importer's graph as an OnnxStream model folder: model.txt plus one .bin file per weight, named and
+// laid out as OnnxStream's onnx2txt does (escaped names, Conv weights as "<name>_nchw.bin" in the line and
+// "<name>_nhwc.bin" in OHWI order on disk), written atomically.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "onnx/ir.h"
+
+namespace onnxstream::importer {
+
+struct WriteOptions {
+    bool fp16 = false;                  // float32 weights are written as float16 ...
+    std::vector<std::string> keep_fp32; // ... except those whose name matches one of these fnmatch patterns
+};
+
+struct WriteSummary {
+    size_t ops = 0;
+    size_t weight_files = 0;
+    uint64_t weight_bytes = 0;
+    std::string largest_weight; // file name
+    uint64_t largest_bytes = 0;
+    size_t fp16_weights = 0;
+    std::vector<std::string> notes; // things the user should know (extra outputs, fp16 clamping, ...)
+};
+
+// Throws INVALID_ARGUMENT / IO unless out_dir can be created: its parent exists and it does not exist
+// (or is an empty folder). Checked before converting so a bad path fails fast.
+void check_output_dir(const std::string &out_dir);
+
+// Write g into out_dir. Everything goes to a temporary sibling folder first; the result is loaded back
+// through the engine's parser, graph checks and shape planner, and only a model that passes is renamed to
+// out_dir. On any failure the temporary folder is removed and out_dir is left as it was.
+WriteSummary write_model(const IrGraph &g, const std::string &out_dir, const WriteOptions &options);
+
+// The model.txt name of a constant's weight file (escaped name + ".bin", shortened with a hash when the
+// file name would be too long for common file systems).
+std::string weight_file_base(const std::string &constant_name);
+
+} // namespace onnxstream::importer
