@@ -1,5 +1,8 @@
 #include "ops/op.h"
 
+#include <exception>
+#include <mutex>
+
 namespace onnxstream {
 
 const TensorInfo &InferContext::input(size_t i) const {
@@ -42,11 +45,19 @@ Tensor &RunContext::alloc_output(size_t i, DType dtype, const Shape &shape) {
 namespace {
 struct ForContext {
     const std::function<void(size_t, size_t)> *fn;
-    size_t n;
+    std::mutex mutex;
+    std::exception_ptr error; // the first exception thrown by any tile
 };
 void for_tile(void *ctx, size_t begin, size_t count) {
     auto *c = static_cast<ForContext *>(ctx);
-    (*c->fn)(begin, begin + count);
+    // An exception must not unwind through pthreadpool's C frames (that terminates the process): keep
+    // the first one and rethrow it on the calling thread once every tile has finished.
+    try {
+        (*c->fn)(begin, begin + count);
+    } catch (...) {
+        std::lock_guard<std::mutex> lock(c->mutex);
+        if (!c->error) c->error = std::current_exception();
+    }
 }
 } // namespace
 
@@ -57,8 +68,10 @@ void parallel_for(pthreadpool_t pool, size_t n, size_t tile, const std::function
         fn(0, n);
         return;
     }
-    ForContext ctx{&fn, n};
+    ForContext ctx;
+    ctx.fn = &fn;
     pthreadpool_parallelize_1d_tile_1d(pool, for_tile, &ctx, n, tile, 0);
+    if (ctx.error) std::rethrow_exception(ctx.error);
 }
 
 } // namespace onnxstream

@@ -80,6 +80,7 @@ reduce_case("mean_size1_axis", "ReduceMean", rand(3, 1, 4), (3, 1, 4), (1,), 0)
 reduce_case("sumsquare_size1_axis", "ReduceSumSquare", rand(3, 1, 4), (3, 1, 4), (1,), 1)
 reduce_case("sum_rank1", "ReduceSum", rand(17), (17,), None, 0)
 reduce_case("mean_global_pool", "ReduceMean", rand(1, 64, 32, 32), (1, 64, 32, 32), (2, 3), 1)
+# ONNX Runtime sums in float: over 300000 values its result is ~8e-4 off the exact sum (we accumulate in double).
 reduce_case("sum_full_large", "ReduceSum", rand(300000), (300000,), None, 0, atol=1e-3)
 reduce_case("max_full_large", "ReduceMax", rand(200000), (200000,), None, 0)
 reduce_case("logsumexp_full_large", "ReduceLogSumExp", rand(100000, low=-50, high=50), (100000,), None, 0)
