@@ -76,7 +76,8 @@ typedef enum onnxstream_provider_kind {
     ONNXSTREAM_PROVIDER_NOCACHE = 0,  /**< read each weight file when its op runs, free it after */
     ONNXSTREAM_PROVIDER_PREFETCH = 1, /**< like nocache, but a background thread reads ahead (default) */
     ONNXSTREAM_PROVIDER_MMAP = 2,     /**< map weight files; pages are file-backed and shared */
-    ONNXSTREAM_PROVIDER_RAM = 3       /**< read once, keep every weight in memory for later runs */
+    ONNXSTREAM_PROVIDER_RAM = 3       /**< read once, keep every weight and prepared kernel (packed
+                                           XNNPACK weights) in memory for later runs: fastest repeats */
 } onnxstream_provider_kind_t;
 
 typedef struct onnxstream_model onnxstream_model_t;

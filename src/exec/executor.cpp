@@ -28,7 +28,8 @@ struct RunScope {
 
 std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vector<Tensor> &inputs,
                             WeightsProvider &provider, const Allocator &alloc, pthreadpool_t pool,
-                            const ProgressFn &progress, RunStats &stats) {
+                            const ProgressFn &progress, RunStats &stats,
+                            std::vector<std::shared_ptr<void>> *node_state) {
     using Clock = std::chrono::steady_clock;
     auto us_since = [](Clock::time_point t) {
         return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count());
@@ -44,6 +45,7 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
         auto start = Clock::now();
         std::vector<Tensor> weights; // alive for the duration of this op only
         std::vector<const Tensor *> in_ptrs;
+        std::vector<bool> is_weight;
         weights.reserve(node.inputs.size());
         for (const NodeInput &in : node.inputs) {
             if (in.kind == NodeInput::Value) {
@@ -59,12 +61,15 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
                 if (!w.storage()->padded() && !node.def->reads_weights_exactly) w = padded_copy(w, alloc);
                 weights.push_back(std::move(w));
                 in_ptrs.push_back(&weights.back());
+                is_weight.resize(in_ptrs.size(), false);
+                is_weight.back() = true;
             } else {
                 in_ptrs.push_back(nullptr);
             }
         }
         const auto &out_infos = plan.node_outputs[static_cast<size_t>(node.index)];
-        RunContext ctx(node.view(), std::move(in_ptrs), out_infos, alloc, pool);
+        std::shared_ptr<void> *state = node_state ? &node_state->at(static_cast<size_t>(node.index)) : nullptr;
+        RunContext ctx(node.view(), std::move(in_ptrs), out_infos, alloc, pool, std::move(is_weight), state);
         node.def->run(ctx);
         weights.clear();
 

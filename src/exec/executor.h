@@ -25,10 +25,13 @@ struct RunStats {
 // Return true to cancel the run.
 using ProgressFn = std::function<bool(const OpProgress &)>;
 
+// node_state: when given (one slot per node, kept by the caller between runs), ops may keep prepared
+// kernels there; see RunContext::state.
 // inputs: one tensor per graph input (graph.inputs() order). Returns one tensor per graph output
 // (graph.outputs() order). Throws Error; all intermediates are released on any exit.
 std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vector<Tensor> &inputs,
                             WeightsProvider &provider, const Allocator &alloc, pthreadpool_t pool,
-                            const ProgressFn &progress, RunStats &stats);
+                            const ProgressFn &progress, RunStats &stats,
+                            std::vector<std::shared_ptr<void>> *node_state = nullptr);
 
 } // namespace onnxstream

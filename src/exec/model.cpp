@@ -30,7 +30,8 @@ constexpr size_t kMaxInferenceConstantBytes = 1 << 20;
 } // namespace
 
 Model::Model(const ModelOptions &options)
-    : options_(options), pool_(options.threads), provider_(make_builtin_provider(options)) {
+    : options_(options), pool_(options.threads), provider_(make_builtin_provider(options)),
+      keep_prepared_(options.provider == ONNXSTREAM_PROVIDER_RAM) {
     init_kernels();
 }
 
@@ -86,6 +87,8 @@ void Model::set_provider(std::unique_ptr<WeightsProvider> provider) {
     provider_ = std::move(provider);
     provider_->set_folder(folder_);
     custom_provider_ = true;
+    keep_prepared_ = false;
+    node_state_.clear();
 }
 
 void Model::add_output(const std::string &name) {
@@ -145,7 +148,9 @@ void Model::run(const ProgressFn &progress) {
     const Plan &plan = plan_for_inputs();
     uint64_t bytes0 = provider_->bytes_read(), us0 = provider_->read_us();
     LastRun stats;
-    outputs_ = execute(*graph_, plan, inputs_, *provider_, alloc_, pool_.get(), progress, stats.exec);
+    if (keep_prepared_) node_state_.resize(graph_->nodes().size());
+    outputs_ = execute(*graph_, plan, inputs_, *provider_, alloc_, pool_.get(), progress, stats.exec,
+                       keep_prepared_ ? &node_state_ : nullptr);
     stats.bytes_read = provider_->bytes_read() - bytes0;
     stats.read_us = provider_->read_us() - us0;
     last_run_ = stats;

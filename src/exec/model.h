@@ -80,6 +80,10 @@ private:
     std::vector<Tensor> inputs_; // per graph input; empty until pushed
     std::map<std::vector<int>, Plan> plans_; // by input dtypes
     std::vector<Tensor> outputs_;
+    // Prepared kernels kept between runs (RAM provider only: the other providers exist to not keep
+    // anything per weight).
+    bool keep_prepared_ = false;
+    std::vector<std::shared_ptr<void>> node_state_;
     LastRun last_run_;
     LogFn log_;
     onnxstream_log_level_t log_level_ = ONNXSTREAM_LOG_WARNING;

@@ -166,6 +166,32 @@ void finish_output(const RunContext &ctx, Tensor &y, size_t n, size_t c, size_t 
     store_f32_output(ctx, y, staged);
 }
 
+// A prepared XNNPACK convolution kept between runs when the model allows it (RunContext::state) and the
+// kernel and bias are weights: the same weight storage means the same packed weights.
+struct ConvState {
+    const void *kernel_storage = nullptr, *bias_storage = nullptr;
+    std::shared_ptr<xnn::Conv2dOperator> op;
+};
+
+std::shared_ptr<xnn::Conv2dOperator> conv_operator(const RunContext &ctx, const xnn::Conv2dShape &s, const Tensor &w,
+                                   const float *kernel, const float *bias) {
+    const bool bias_ok = !ctx.has_input(2) || ctx.input_is_weight(2);
+    const void *bias_storage = ctx.has_input(2) ? ctx.input(2).raw() : nullptr;
+    std::shared_ptr<void> *slot = ctx.state();
+    if (slot && ctx.input_is_weight(1) && bias_ok) {
+        auto state = std::static_pointer_cast<ConvState>(*slot);
+        if (!state || state->kernel_storage != w.raw() || state->bias_storage != bias_storage) {
+            state = std::make_shared<ConvState>();
+            state->kernel_storage = w.raw();
+            state->bias_storage = bias_storage;
+            state->op = std::make_shared<xnn::Conv2dOperator>(s, kernel, bias);
+            *slot = state;
+        }
+        return state->op;
+    }
+    return std::make_shared<xnn::Conv2dOperator>(s, kernel, bias);
+}
+
 std::vector<TensorInfo> conv_infer(const InferContext &ctx) {
     ctx.require_inputs(2, 3);
     ctx.require_dtype(0, {DType::F32, DType::F16});
@@ -233,7 +259,7 @@ void conv_run(RunContext &ctx) {
     s.groups = u32(g.group);
     s.group_in = group_in;
     s.group_out = m / static_cast<size_t>(g.group);
-    xnn::conv2d_nhwc_f32(s, in, kernel, bias, out, ctx.pool());
+    conv_operator(ctx, s, w, kernel, bias)->run(n, in_h, in_w, in, out, ctx.pool());
     finish_output(ctx, y, n, m, out_hw, out_holder);
 }
 

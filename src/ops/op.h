@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,9 +65,10 @@ private:
 class RunContext {
 public:
     RunContext(NodeView node, std::vector<const Tensor *> inputs, const std::vector<TensorInfo> &out_infos,
-               const Allocator &alloc, pthreadpool_t pool)
+               const Allocator &alloc, pthreadpool_t pool, std::vector<bool> weight_inputs = {},
+               std::shared_ptr<void> *state = nullptr)
         : node(node), inputs_(std::move(inputs)), out_infos_(out_infos), outputs_(out_infos.size()),
-          alloc_(alloc), pool_(pool) {}
+          alloc_(alloc), pool_(pool), weight_inputs_(std::move(weight_inputs)), state_(state) {}
 
     NodeView node;
     const Attributes &attrs() const { return node.attrs; }
@@ -74,6 +76,12 @@ public:
     size_t input_count() const { return inputs_.size(); }
     bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
     const Tensor &input(size_t i) const { return *inputs_.at(i); }
+    // True when input i is a weight (constant for the model's lifetime), not computed at run time.
+    bool input_is_weight(size_t i) const { return i < weight_inputs_.size() && weight_inputs_[i]; }
+    // Per-node state kept from one run to the next (e.g. an XNNPACK operator with packed weights), or
+    // nullptr when the model does not keep prepared kernels. An op that uses it must check that what it
+    // stored still matches (shapes, and weight identity via storage pointers of weight inputs only).
+    std::shared_ptr<void> *state() const { return state_; }
 
     size_t output_count() const { return out_infos_.size(); }
     const TensorInfo &output_info(size_t i) const { return out_infos_.at(i); }
@@ -101,6 +109,8 @@ private:
     std::vector<Tensor> outputs_;
     const Allocator &alloc_;
     pthreadpool_t pool_;
+    std::vector<bool> weight_inputs_;
+    std::shared_ptr<void> *state_;
 };
 
 using InferFn = std::vector<TensorInfo> (*)(const InferContext &);

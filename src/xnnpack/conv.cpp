@@ -6,8 +6,11 @@
 
 namespace onnxstream::xnn {
 
-void conv2d_nhwc_f32(const Conv2dShape &s, const float *input, const float *kernel, const float *bias,
-                     float *output, pthreadpool_t pool) {
+struct Conv2dOperator::Impl {
+    Operator op;
+};
+
+Conv2dOperator::Conv2dOperator(const Conv2dShape &s, const float *kernel, const float *bias) {
     ensure_initialized();
     const float inf = std::numeric_limits<float>::infinity();
     const size_t channels_in = s.groups * s.group_in, channels_out = s.groups * s.group_out;
@@ -17,10 +20,22 @@ void conv2d_nhwc_f32(const Conv2dShape &s, const float *input, const float *kern
                                             s.groups, s.group_in, s.group_out, channels_in, channels_out,
                                             kernel, bias, -inf, inf, 0, &raw),
           "xnn_create_convolution2d_nhwc_f32");
-    Operator op(raw);
-    check(xnn_setup_convolution2d_nhwc_f32(raw, s.batch, s.in_h, s.in_w, input, output, pool),
+    impl_ = std::make_unique<Impl>();
+    impl_->op.reset(raw);
+}
+
+Conv2dOperator::~Conv2dOperator() = default;
+
+void Conv2dOperator::run(size_t batch, size_t in_h, size_t in_w, const float *input, float *output,
+                         pthreadpool_t pool) {
+    check(xnn_setup_convolution2d_nhwc_f32(impl_->op.get(), batch, in_h, in_w, input, output, pool),
           "xnn_setup_convolution2d_nhwc_f32");
-    run(op, pool);
+    xnn::run(impl_->op, pool);
+}
+
+void conv2d_nhwc_f32(const Conv2dShape &s, const float *input, const float *kernel, const float *bias,
+                     float *output, pthreadpool_t pool) {
+    Conv2dOperator(s, kernel, bias).run(s.batch, s.in_h, s.in_w, input, output, pool);
 }
 
 void deconv2d_nhwc_f32(const Deconv2dShape &s, const float *input, const float *kernel, const float *bias,

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include <pthreadpool.h>
 
@@ -26,6 +27,22 @@ struct Conv2dShape {
 // (in + pads - dilated kernel) / stride + 1.
 void conv2d_nhwc_f32(const Conv2dShape &s, const float *input, const float *kernel, const float *bias,
                      float *output, pthreadpool_t pool);
+
+// The same convolution as a created operator: the weights are packed once, and later runs on inputs of
+// the same size only rebase XNNPACK's indirection buffer instead of rebuilding it. kernel and bias need
+// not outlive the constructor.
+class Conv2dOperator {
+public:
+    Conv2dOperator(const Conv2dShape &s, const float *kernel, const float *bias);
+    ~Conv2dOperator();
+    Conv2dOperator(const Conv2dOperator &) = delete;
+    Conv2dOperator &operator=(const Conv2dOperator &) = delete;
+    void run(size_t batch, size_t in_h, size_t in_w, const float *input, float *output, pthreadpool_t pool);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 struct Deconv2dShape {
     size_t batch = 1, in_h = 1, in_w = 1;

@@ -1,0 +1,3 @@
+module github.com/onnxstream/onnxstream/bindings/go
+
+go 1.19

@@ -1,0 +1,434 @@
+package onnxstream
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestVersion(t *testing.T) {
+	if major, minor, patch := Version(); major != 0 || minor != 1 || patch != 0 {
+		t.Fatalf("Version() = %d.%d.%d", major, minor, patch)
+	}
+	if VersionString() != "0.1.0" {
+		t.Fatalf("VersionString() = %q", VersionString())
+	}
+}
+
+func TestEveryStatusIsMapped(t *testing.T) {
+	want := map[Status]string{
+		OK:                 "ONNXSTREAM_OK",
+		ErrInvalidArgument: "ONNXSTREAM_ERR_INVALID_ARGUMENT",
+		ErrInvalidModel:    "ONNXSTREAM_ERR_INVALID_MODEL",
+		ErrIO:              "ONNXSTREAM_ERR_IO",
+		ErrUnsupported:     "ONNXSTREAM_ERR_UNSUPPORTED",
+		ErrOutOfMemory:     "ONNXSTREAM_ERR_OUT_OF_MEMORY",
+		ErrCallback:        "ONNXSTREAM_ERR_CALLBACK",
+		ErrCancelled:       "ONNXSTREAM_ERR_CANCELLED",
+		ErrBadState:        "ONNXSTREAM_ERR_BAD_STATE",
+		ErrInternal:        "ONNXSTREAM_ERR_INTERNAL",
+	}
+	for code := 0; code <= 9; code++ {
+		s := Status(code)
+		if s.Name() != want[s] {
+			t.Errorf("Status(%d).Name() = %q, want %q", code, s.Name(), want[s])
+		}
+		err := error(&Error{Status: s, Message: "m"})
+		if !errors.Is(err, s) {
+			t.Errorf("errors.Is(*Error{%v}, %v) is false", s, s)
+		}
+		if errors.Is(err, Status((code+1)%10)) {
+			t.Errorf("errors.Is matched a different status for %v", s)
+		}
+		if !errors.Is(err, &Error{Status: s}) || errors.Is(err, &Error{Status: s, Message: "other"}) {
+			t.Errorf("errors.Is with an *Error target is wrong for %v", s)
+		}
+	}
+	if Status(42).Name() != "ONNXSTREAM_UNKNOWN_STATUS" {
+		t.Errorf("unknown status name %q", Status(42).Name())
+	}
+	var target *Error
+	if !errors.As(error(&Error{Status: ErrIO, Message: "x"}), &target) || target.Status != ErrIO {
+		t.Error("errors.As failed")
+	}
+}
+
+func TestRealCallsProduceEachStatus(t *testing.T) {
+	expect := func(err error, s Status) {
+		t.Helper()
+		if !errors.Is(err, s) {
+			t.Errorf("got %v, want %v", err, s)
+		}
+	}
+	_, err := NewModel(Options{Threads: 5000})
+	expect(err, ErrInvalidArgument)
+	c := &counters{}
+	m := newTiny(t, &mapProvider{weights: tinyWeights(), c: c})
+	defer m.Close()
+	expect(m.Push("nope", []int64{1, 4}, tinyX), ErrInvalidArgument)
+	expect(m.Push("x", []int64{4}, tinyX), ErrInvalidArgument)
+	expect(m.Push("x\x00y", []int64{1, 4}, tinyX), ErrInvalidArgument)
+	_, err = m.OutputByName("y")
+	expect(err, ErrInvalidArgument)
+	expect(m.LoadString(tinyModel, ""), ErrBadState)
+
+	empty, _ := NewModel(Options{})
+	defer empty.Close()
+	expect(empty.Run(), ErrBadState)
+	m2, _ := NewModel(Options{})
+	defer m2.Close()
+	expect(m2.LoadString("this is not model.txt\n", ""), ErrInvalidModel)
+	m3, _ := NewModel(Options{})
+	defer m3.Close()
+	expect(m3.LoadString("n:NoSuchOperator*input:x(1)*output:y(1)\n", ""), ErrUnsupported)
+	_, err = Open("/nonexistent/onnxstream/model", Options{})
+	expect(err, ErrIO)
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/onnxstream/model") {
+		t.Errorf("message does not name the path: %v", err)
+	}
+}
+
+func TestProviderServesWeights(t *testing.T) {
+	c := &counters{}
+	m := newTiny(t, &mapProvider{weights: tinyWeights(), c: c})
+	inputs, err := m.Inputs()
+	if err != nil || len(inputs) != 1 || inputs[0].Name != "x" || len(inputs[0].Shape) != 2 || inputs[0].DType != Float32 {
+		t.Fatalf("Inputs() = %+v, %v", inputs, err)
+	}
+	if err := m.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if m.OutputCount() != 1 {
+		t.Fatalf("OutputCount() = %d", m.OutputCount())
+	}
+	out, err := m.Output(0)
+	if err != nil || out.Name != "y" || out.DType != Float32 || len(out.Shape) != 2 || out.Shape[1] != 4 {
+		t.Fatalf("Output(0) = %+v, %v", out, err)
+	}
+	if y := outputY(t, m); !equalF32(y, tinyY) {
+		t.Fatalf("y = %v, want %v", y, tinyY)
+	}
+	if _, err := out.Int64(); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("Int64() on float32: %v", err)
+	}
+	reads := c.reads.Load()
+	if reads < 2 || c.prefetches.Load() < 2 {
+		t.Fatalf("reads %d prefetches %d", reads, c.prefetches.Load())
+	}
+	if err := m.Push("x", []int64{1, 4}, []float32{0, 0, 0, 0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if y := outputY(t, m); !equalF32(y, []float32{20, 40, 60, 80}) {
+		t.Fatalf("second run y = %v", y)
+	}
+	if c.reads.Load() != reads+2 {
+		t.Errorf("second run read %d weights, want 2", c.reads.Load()-reads)
+	}
+	if s, err := m.RunStats(); err != nil || s.WeightBytesRead != 32 {
+		t.Errorf("RunStats() = %+v, %v", s, err)
+	}
+	if s, err := m.MemoryStats(false); err != nil || s.PeakBytes == 0 {
+		t.Errorf("MemoryStats() = %+v, %v", s, err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c.closes.Load() != 1 {
+		t.Fatalf("provider closed %d times", c.closes.Load())
+	}
+}
+
+func TestProviderFunc(t *testing.T) {
+	w := tinyWeights()
+	m := newTiny(t, ProviderFunc(func(req *WeightRequest, dst []byte) error {
+		if req.DType != Float32 || len(req.Shape) != 1 || req.Shape[0] != 4 || req.ByteSize != 16 || len(dst) != 16 {
+			t.Errorf("request %+v, len(dst) %d", req, len(dst))
+		}
+		copy(dst, w[req.File])
+		return nil
+	}))
+	defer m.Close()
+	if err := m.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if y := outputY(t, m); !equalF32(y, tinyY) {
+		t.Fatalf("y = %v", y)
+	}
+}
+
+func TestFailingProviderKeepsModelUsable(t *testing.T) {
+	bad := &counters{}
+	m := newTiny(t, &mapProvider{weights: tinyWeights(), c: bad, failOn: "v.bin"})
+	err := m.Run()
+	if !errors.Is(err, ErrCallback) || !strings.Contains(err.Error(), "disk on fire while reading v.bin") {
+		t.Fatalf("Run() = %v", err)
+	}
+	if m.OutputCount() != 0 {
+		t.Fatal("outputs after a failed run")
+	}
+	good := &counters{}
+	if err := m.SetWeightsProvider(&mapProvider{weights: tinyWeights(), c: good}); err != nil {
+		t.Fatal(err)
+	}
+	if bad.closes.Load() != 1 {
+		t.Fatalf("replaced provider closed %d times", bad.closes.Load())
+	}
+	if err := m.Run(); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	m.Close() // idempotent
+	if bad.closes.Load() != 1 || good.closes.Load() != 1 {
+		t.Fatalf("closes: replaced %d, current %d", bad.closes.Load(), good.closes.Load())
+	}
+}
+
+func TestPanickingProviderBecomesCallbackError(t *testing.T) {
+	c := &counters{}
+	m := newTiny(t, &mapProvider{weights: tinyWeights(), c: c, panicOn: "w.bin"})
+	for i := 0; i < 2; i++ {
+		err := m.Run()
+		if !errors.Is(err, ErrCallback) || !strings.Contains(err.Error(), "panicked: provider exploded on w.bin") {
+			t.Fatalf("Run() = %v", err)
+		}
+	}
+	m.Close()
+	if c.closes.Load() != 1 {
+		t.Fatalf("closed %d times", c.closes.Load())
+	}
+}
+
+func TestLongErrorTruncatedOnRuneBoundary(t *testing.T) {
+	m := newTiny(t, ProviderFunc(func(*WeightRequest, []byte) error {
+		return errors.New(strings.Repeat("é", 1000))
+	}))
+	defer m.Close()
+	err := m.Run()
+	if !errors.Is(err, ErrCallback) || !strings.Contains(err.Error(), "éé") || strings.ContainsRune(err.Error(), '\uFFFD') {
+		t.Fatalf("Run() = %v", err)
+	}
+}
+
+func TestLenderReleasesEveryLease(t *testing.T) {
+	c := &counters{}
+	m := newTiny(t, newMmapLender(t, tinyWeights(), c))
+	for run := int64(1); run <= 3; run++ {
+		if err := m.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if y := outputY(t, m); !equalF32(y, tinyY) {
+			t.Fatalf("y = %v", y)
+		}
+		if c.lends.Load() < 2*run || c.releases.Load() != c.lends.Load() {
+			t.Fatalf("run %d: lends %d releases %d", run, c.lends.Load(), c.releases.Load())
+		}
+	}
+	m.Close()
+	if c.closes.Load() != 1 || c.releases.Load() != c.lends.Load() {
+		t.Fatalf("closes %d lends %d releases %d", c.closes.Load(), c.lends.Load(), c.releases.Load())
+	}
+}
+
+func TestLenderOfWrongSizeIsRejected(t *testing.T) {
+	c := &counters{}
+	l := newMmapLender(t, tinyWeights(), c)
+	l.shortBy = 4
+	m := newTiny(t, l)
+	defer m.Close()
+	err := m.Run()
+	if !errors.Is(err, ErrCallback) || !strings.Contains(err.Error(), "lent 12 bytes but the weight needs 16") {
+		t.Fatalf("Run() = %v", err)
+	}
+	if c.releases.Load() != c.lends.Load() {
+		t.Fatalf("rejected lease not released: lends %d releases %d", c.lends.Load(), c.releases.Load())
+	}
+}
+
+func TestProgressAndCancel(t *testing.T) {
+	m := newTiny(t, &mapProvider{weights: tinyWeights(), c: &counters{}})
+	defer m.Close()
+	var seen []string
+	if err := m.SetProgressFunc(func(p *Progress) bool {
+		seen = append(seen, p.OpName+":"+p.OpType)
+		if p.OpCount != 2 {
+			t.Errorf("OpCount %d", p.OpCount)
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(seen, ",") != "add:Add,mul:Mul" {
+		t.Fatalf("progress saw %v", seen)
+	}
+	calls := 0
+	if err := m.SetProgressFunc(func(p *Progress) bool { calls++; return p.OpIndex != 0 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(); !errors.Is(err, ErrCancelled) || calls != 1 || m.OutputCount() != 0 {
+		t.Fatalf("Run() = %v after %d calls", err, calls)
+	}
+	if err := m.SetProgressFunc(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPanickingProgressCancelsWithMessage(t *testing.T) {
+	m := newTiny(t, &mapProvider{weights: tinyWeights(), c: &counters{}})
+	defer m.Close()
+	if err := m.SetProgressFunc(func(*Progress) bool { panic("progress went wrong") }); err != nil {
+		t.Fatal(err)
+	}
+	err := m.Run()
+	if !errors.Is(err, ErrCallback) || !strings.Contains(err.Error(), "progress callback panicked: progress went wrong") {
+		t.Fatalf("Run() = %v", err)
+	}
+	m.SetProgressFunc(nil)
+	if err := m.Run(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestClosingMidwayReleasesProviderOnce(t *testing.T) {
+	// Cancelled half way with a lender; Close releases everything exactly once.
+	c := &counters{}
+	m := newTiny(t, newMmapLender(t, tinyWeights(), c))
+	m.SetProgressFunc(func(*Progress) bool { return false })
+	if err := m.Run(); !errors.Is(err, ErrCancelled) {
+		t.Fatalf("Run() = %v", err)
+	}
+	if c.closes.Load() != 0 {
+		t.Fatal("provider closed before the model")
+	}
+	m.Close()
+	if c.closes.Load() != 1 || c.releases.Load() != c.lends.Load() {
+		t.Fatalf("closes %d lends %d releases %d", c.closes.Load(), c.lends.Load(), c.releases.Load())
+	}
+	// Never loaded.
+	c = &counters{}
+	m, _ = NewModel(Options{})
+	m.SetWeightsProvider(&mapProvider{weights: tinyWeights(), c: c})
+	m.Close()
+	if c.closes.Load() != 1 {
+		t.Fatalf("closes %d", c.closes.Load())
+	}
+	// A closed model refuses work instead of crashing.
+	if err := m.Run(); !errors.Is(err, ErrBadState) {
+		t.Fatalf("Run() after Close = %v", err)
+	}
+}
+
+func TestFinalizerReleasesForgottenModel(t *testing.T) {
+	c := &counters{}
+	func() {
+		m := newTiny(t, &mapProvider{weights: tinyWeights(), c: c})
+		if err := m.Run(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.closes.Load() == 0 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c.closes.Load() != 1 {
+		t.Fatalf("provider closed %d times after the model became unreachable", c.closes.Load())
+	}
+}
+
+func TestModelsRunConcurrently(t *testing.T) {
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 4; g++ {
+		m := newTiny(t, &mapProvider{weights: tinyWeights(), c: &counters{}})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer m.Close()
+			for i := 0; i < 20; i++ {
+				if err := m.Run(); err != nil {
+					errs <- err
+					return
+				}
+				out, _ := m.OutputByName("y")
+				y, _ := out.Float32()
+				if !equalF32(y, tinyY) {
+					errs <- errors.New("wrong output")
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func TestLogFunc(t *testing.T) {
+	var log lockedLog
+	m, err := NewModel(Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.SetLogFunc(LogInfo, func(level LogLevel, msg string) { log.add(msg) }); err != nil {
+		t.Fatal(err)
+	}
+	m.SetWeightsProvider(&mapProvider{weights: tinyWeights(), c: &counters{}})
+	if err := m.LoadString(tinyModel, ""); err != nil {
+		t.Fatal(err)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if !strings.Contains(strings.Join(log.lines, "\n"), "2 ops") {
+		t.Fatalf("log: %q", log.lines)
+	}
+}
+
+func TestBuiltinProviders(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "model.txt"), []byte(tinyModel), 0o644)
+	for name, b := range tinyWeights() {
+		os.WriteFile(filepath.Join(dir, name), b, 0o644)
+	}
+	for _, p := range []BuiltinProvider{ProviderDefault, ProviderNoCache, ProviderPrefetch, ProviderMmap, ProviderRAM} {
+		m, err := Open(dir, Options{Threads: 1, Provider: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Push("x", []int64{1, 4}, tinyX); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Run(); err != nil {
+			t.Fatalf("provider %d: %v", p, err)
+		}
+		if y := outputY(t, m); !equalF32(y, tinyY) {
+			t.Fatalf("provider %d: y = %v", p, y)
+		}
+		m.Close()
+	}
+}
+
+func TestHalfToFloat32(t *testing.T) {
+	cases := map[uint16]float32{0x3c00: 1, 0xc000: -2, 0x7bff: 65504, 0x0001: 5.9604645e-8, 0x0000: 0}
+	for h, want := range cases {
+		if got := HalfToFloat32(h); got != want {
+			t.Errorf("HalfToFloat32(%#x) = %v, want %v", h, got, want)
+		}
+	}
+}

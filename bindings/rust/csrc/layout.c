@@ -1,0 +1,102 @@
+/* Prints the layout of every struct and the value of every constant in onnxstream.h as
+ * "type field value" rows. build.rs compiles and runs it; src/sys.rs's layout test compares the rows
+ * with the hand-written Rust mirror, so the FFI cannot drift silently when the header changes. */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "onnxstream.h"
+
+#define SIZE(T) printf("%s sizeof %lu\n", #T, (unsigned long)sizeof(T))
+#define FIELD(T, f) printf("%s %s %lu\n", #T, #f, (unsigned long)offsetof(T, f))
+#define CONST(c) printf("const %s %lu\n", #c, (unsigned long)(c))
+
+int main(void) {
+    SIZE(onnxstream_status_t);
+    SIZE(onnxstream_dtype_t);
+    SIZE(onnxstream_log_level_t);
+
+    SIZE(onnxstream_model_options_t);
+    FIELD(onnxstream_model_options_t, struct_size);
+    FIELD(onnxstream_model_options_t, threads);
+    FIELD(onnxstream_model_options_t, provider);
+    FIELD(onnxstream_model_options_t, flags);
+    FIELD(onnxstream_model_options_t, prefetch_bytes);
+
+    SIZE(onnxstream_weight_request_t);
+    FIELD(onnxstream_weight_request_t, struct_size);
+    FIELD(onnxstream_weight_request_t, file);
+    FIELD(onnxstream_weight_request_t, dtype);
+    FIELD(onnxstream_weight_request_t, rank);
+    FIELD(onnxstream_weight_request_t, shape);
+    FIELD(onnxstream_weight_request_t, byte_size);
+    FIELD(onnxstream_weight_request_t, error_message);
+    FIELD(onnxstream_weight_request_t, error_message_capacity);
+
+    SIZE(onnxstream_weights_provider_t);
+    FIELD(onnxstream_weights_provider_t, struct_size);
+    FIELD(onnxstream_weights_provider_t, read);
+    FIELD(onnxstream_weights_provider_t, acquire);
+    FIELD(onnxstream_weights_provider_t, release);
+    FIELD(onnxstream_weights_provider_t, prefetch);
+    FIELD(onnxstream_weights_provider_t, destroy);
+
+    SIZE(onnxstream_progress_t);
+    FIELD(onnxstream_progress_t, struct_size);
+    FIELD(onnxstream_progress_t, op_index);
+    FIELD(onnxstream_progress_t, op_count);
+    FIELD(onnxstream_progress_t, op_name);
+    FIELD(onnxstream_progress_t, op_type);
+    FIELD(onnxstream_progress_t, elapsed_us);
+    FIELD(onnxstream_progress_t, current_bytes);
+    FIELD(onnxstream_progress_t, peak_bytes);
+
+    SIZE(onnxstream_tensor_view_t);
+    FIELD(onnxstream_tensor_view_t, struct_size);
+    FIELD(onnxstream_tensor_view_t, name);
+    FIELD(onnxstream_tensor_view_t, dtype);
+    FIELD(onnxstream_tensor_view_t, rank);
+    FIELD(onnxstream_tensor_view_t, shape);
+    FIELD(onnxstream_tensor_view_t, data);
+    FIELD(onnxstream_tensor_view_t, byte_size);
+
+    SIZE(onnxstream_memory_stats_t);
+    FIELD(onnxstream_memory_stats_t, struct_size);
+    FIELD(onnxstream_memory_stats_t, current_bytes);
+    FIELD(onnxstream_memory_stats_t, peak_bytes);
+
+    SIZE(onnxstream_run_stats_t);
+    FIELD(onnxstream_run_stats_t, struct_size);
+    FIELD(onnxstream_run_stats_t, run_us);
+    FIELD(onnxstream_run_stats_t, weight_bytes_read);
+    FIELD(onnxstream_run_stats_t, weight_read_us);
+    FIELD(onnxstream_run_stats_t, weight_wait_us);
+
+    CONST(ONNXSTREAM_VERSION);
+    CONST(ONNXSTREAM_OK);
+    CONST(ONNXSTREAM_ERR_INVALID_ARGUMENT);
+    CONST(ONNXSTREAM_ERR_INVALID_MODEL);
+    CONST(ONNXSTREAM_ERR_IO);
+    CONST(ONNXSTREAM_ERR_UNSUPPORTED);
+    CONST(ONNXSTREAM_ERR_OUT_OF_MEMORY);
+    CONST(ONNXSTREAM_ERR_CALLBACK);
+    CONST(ONNXSTREAM_ERR_CANCELLED);
+    CONST(ONNXSTREAM_ERR_BAD_STATE);
+    CONST(ONNXSTREAM_ERR_INTERNAL);
+    CONST(ONNXSTREAM_DTYPE_FLOAT32);
+    CONST(ONNXSTREAM_DTYPE_FLOAT16);
+    CONST(ONNXSTREAM_DTYPE_INT64);
+    CONST(ONNXSTREAM_DTYPE_UINT8);
+    CONST(ONNXSTREAM_DTYPE_INT8);
+    CONST(ONNXSTREAM_DTYPE_INT32);
+    CONST(ONNXSTREAM_DTYPE_BOOL);
+    CONST(ONNXSTREAM_PROVIDER_NOCACHE);
+    CONST(ONNXSTREAM_PROVIDER_PREFETCH);
+    CONST(ONNXSTREAM_PROVIDER_MMAP);
+    CONST(ONNXSTREAM_PROVIDER_RAM);
+    CONST(ONNXSTREAM_FLAG_KEEP_ALL_OUTPUTS);
+    CONST(ONNXSTREAM_LOG_DEBUG);
+    CONST(ONNXSTREAM_LOG_INFO);
+    CONST(ONNXSTREAM_LOG_WARNING);
+    CONST(ONNXSTREAM_LOG_ERROR);
+    return 0;
+}
