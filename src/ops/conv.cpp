@@ -192,12 +192,8 @@ std::shared_ptr<xnn::Conv2dOperator> conv_operator(const RunContext &ctx, const 
     return std::make_shared<xnn::Conv2dOperator>(s, kernel, bias);
 }
 
-std::vector<TensorInfo> conv_infer(const InferContext &ctx) {
-    ctx.require_inputs(2, 3);
-    ctx.require_dtype(0, {DType::F32, DType::F16});
-    ctx.require_dtype(1, {DType::F32, DType::F16});
-    const TensorInfo &x = ctx.input(0), &w = ctx.input(1);
-    ConvGeometry g = conv_geometry(ctx.attrs(), ctx.node.where, x.shape, w.shape);
+// Shared tail of Conv and ConvTranspose inference: check the optional bias, build the output shape.
+std::vector<TensorInfo> conv_output_info(const InferContext &ctx, const ConvGeometry &g) {
     if (ctx.has_input(2)) {
         ctx.require_dtype(2, {DType::F32, DType::F16});
         const Shape &b = ctx.input(2).shape;
@@ -206,7 +202,15 @@ std::vector<TensorInfo> conv_infer(const InferContext &ctx) {
     }
     Shape out = {g.batch, g.out_channels};
     out.insert(out.end(), g.out.begin(), g.out.end());
-    return {{x.dtype, out, {}}};
+    return {{ctx.input(0).dtype, out, {}}};
+}
+
+std::vector<TensorInfo> conv_infer(const InferContext &ctx) {
+    ctx.require_inputs(2, 3);
+    ctx.require_dtype(0, {DType::F32, DType::F16});
+    ctx.require_dtype(1, {DType::F32, DType::F16});
+    const TensorInfo &x = ctx.input(0), &w = ctx.input(1);
+    return conv_output_info(ctx, conv_geometry(ctx.attrs(), ctx.node.where, x.shape, w.shape));
 }
 
 void conv_run(RunContext &ctx) {
@@ -332,16 +336,7 @@ std::vector<TensorInfo> deconv_infer(const InferContext &ctx) {
     ctx.require_dtype(0, {DType::F32, DType::F16});
     ctx.require_dtype(1, {DType::F32, DType::F16});
     const TensorInfo &x = ctx.input(0), &w = ctx.input(1);
-    DeconvGeometry g = deconv_geometry(ctx.attrs(), ctx.node.where, x.shape, w.shape);
-    if (ctx.has_input(2)) {
-        ctx.require_dtype(2, {DType::F32, DType::F16});
-        const Shape &b = ctx.input(2).shape;
-        if (b.size() != 1 || b[0] != g.out_channels)
-            ctx.error("bias has shape ", shape_str(b), ", expected (", g.out_channels, ")");
-    }
-    Shape out = {g.batch, g.out_channels};
-    out.insert(out.end(), g.out.begin(), g.out.end());
-    return {{x.dtype, out, {}}};
+    return conv_output_info(ctx, deconv_geometry(ctx.attrs(), ctx.node.where, x.shape, w.shape));
 }
 
 void deconv_run(RunContext &ctx) {
