@@ -14,6 +14,7 @@
 
 #include "onnxstream.h"
 #include "tensor/half.h"
+#include "util/strings.h"
 #include "tools/npy.h"
 
 using onnxstream::tools::NpyArray;
@@ -171,8 +172,8 @@ int main(int argc, char **argv) {
                 bool found = false;
                 for (size_t i = 0; i < onnxstream_model_input_count(model) && !found; ++i) {
                     check(model, onnxstream_model_get_input(model, i, &decl));
-                    std::string escaped = decl.name;
-                    found = escaped == in.first;
+                    // NAME may be given escaped ("input_2E_1") or original ("input.1").
+                    found = decl.name == in.first || decl.name == onnxstream::escape_name(in.first);
                 }
                 if (!found) {
                     // Let push_tensor produce the "not an input" message, which lists the inputs.
