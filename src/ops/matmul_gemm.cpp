@@ -185,6 +185,11 @@ void matmul_int(const T *a, const Shape &a_batch, const T *b, const Shape &b_bat
 // ---------------------------------------------------------------------------------------------------------
 // MatMul
 
+// Beyond ONNX: a float16 weight beside float32 activations (OnnxStream's fp16 models without fp16
+// arithmetic; onnxstream-convert --fp16) is widened to float32 when the op runs, so the weight streams
+// at half size and the result keeps float32 precision.
+bool widened_weight(DType activation, DType weight) { return activation == DType::F32 && weight == DType::F16; }
+
 struct MatMulShapes {
     Shape a_batch, b_batch, y_batch, y;
     int64_t m = 0, k = 0, n = 0;
@@ -216,9 +221,9 @@ std::vector<TensorInfo> infer_matmul(const InferContext &ctx) {
     ctx.require_inputs(2, 2);
     ctx.require_dtype(0, {DType::F32, DType::F16, DType::I64, DType::I32});
     const TensorInfo &a = ctx.input(0), &b = ctx.input(1);
-    if (a.dtype != b.dtype)
+    if (a.dtype != b.dtype && !widened_weight(a.dtype, b.dtype))
         ctx.error("A is ", dtype_name(a.dtype), " but B is ", dtype_name(b.dtype),
-                  "; MatMul needs one dtype");
+                  "; MatMul needs one dtype (or float32 A with a float16 B)");
     return {TensorInfo{a.dtype, matmul_shapes(&ctx, a.shape, b.shape).y, {}}};
 }
 
@@ -229,7 +234,8 @@ void run_matmul(RunContext &ctx) {
     switch (a.dtype()) {
     case DType::F32: {
         Tensor holder;
-        matmul_f32(readable_f32(ctx, a, holder), s.a_batch, b.data<float>(), s.b_batch, y.data<float>(),
+        const Tensor b32 = b.dtype() == DType::F16 ? to_f32(ctx, b) : b;
+        matmul_f32(readable_f32(ctx, a, holder), s.a_batch, b32.data<float>(), s.b_batch, y.data<float>(),
                    s.y_batch, s.m, s.k, s.n, ctx.pool());
         break;
     }
@@ -271,8 +277,9 @@ std::vector<TensorInfo> infer_gemm(const InferContext &ctx) {
     ctx.require_dtype(0, {DType::F32, DType::F16});
     const TensorInfo &a = ctx.input(0), &b = ctx.input(1);
     for (size_t i = 1; i < 3; ++i)
-        if (ctx.has_input(i) && ctx.input(i).dtype != a.dtype)
-            ctx.error("input ", i, " is ", dtype_name(ctx.input(i).dtype), " but A is ", dtype_name(a.dtype));
+        if (ctx.has_input(i) && ctx.input(i).dtype != a.dtype && !widened_weight(a.dtype, ctx.input(i).dtype))
+            ctx.error("input ", i, " is ", dtype_name(ctx.input(i).dtype), " but A is ", dtype_name(a.dtype),
+                      " (B and C must match A, or be float16 beside a float32 A)");
     if (a.shape.size() != 2 || b.shape.size() != 2)
         ctx.error("A and B must be 2-D, got ", shape_str(a.shape), " and ", shape_str(b.shape));
     bool ta = ctx.attrs().get_int("transA", 0) != 0, tb = ctx.attrs().get_int("transB", 0) != 0;
@@ -290,7 +297,7 @@ std::vector<TensorInfo> infer_gemm(const InferContext &ctx) {
 void run_gemm(RunContext &ctx) {
     const Tensor &a_in = ctx.input(0), &b_in = ctx.input(1);
     bool f16 = a_in.dtype() == DType::F16;
-    Tensor a = f16 ? to_f32(ctx, a_in) : a_in, b = f16 ? to_f32(ctx, b_in) : b_in;
+    Tensor a = f16 ? to_f32(ctx, a_in) : a_in, b = b_in.dtype() == DType::F16 ? to_f32(ctx, b_in) : b_in;
     bool ta = ctx.attrs().get_int("transA", 0) != 0, tb = ctx.attrs().get_int("transB", 0) != 0;
     float alpha = ctx.attrs().get_float("alpha", 1.0f), beta = ctx.attrs().get_float("beta", 1.0f);
     int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1), n = tb ? b.dim(0) : b.dim(1);
@@ -298,7 +305,7 @@ void run_gemm(RunContext &ctx) {
     Tensor c;
     int64_t c_rs = 0, c_cs = 0;
     if (ctx.has_input(2) && beta != 0.0f) {
-        c = f16 ? to_f32(ctx, ctx.input(2)) : ctx.input(2);
+        c = ctx.input(2).dtype() == DType::F16 ? to_f32(ctx, ctx.input(2)) : ctx.input(2);
         gemm_c_strides(c.shape(), m, n, c_rs, c_cs);
     }
     Tensor &y_out = ctx.alloc_output(0);

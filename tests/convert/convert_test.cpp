@@ -332,6 +332,21 @@ TEST_F(Convert, TransformerBlock) {
     run_and_compare(scratch.out(), model_case("transformer_block"), 1e-4, 1e-3);
 }
 
+// --fp16 on a transformer: MatMul/Gemm weights are stored as float16 and widened to float32 when they run,
+// beside float32 activations; the result stays close to ONNX Runtime's float32 output.
+TEST_F(Convert, TransformerBlockFp16Weights) {
+    Conversion c = convert(model_case("transformer_block") + "/model.onnx", scratch.out(), true);
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    size_t matmul_f16 = 0;
+    for (const std::string &line : lines_of(txt))
+        if ((line.find(":MatMul*") != std::string::npos || line.find(":Gemm*") != std::string::npos) &&
+            line.find("(float16:") != std::string::npos)
+            ++matmul_f16;
+    EXPECT_GE(matmul_f16, 2u) << "no MatMul/Gemm kept a float16 weight\n" << txt;
+    run_and_compare(scratch.out(), model_case("transformer_block"), 1e-2, 5e-2);
+}
+
 TEST_F(Convert, TransformerBlockOpset14) {
     Conversion c = convert(model_case("transformer_block_opset14") + "/model.onnx", scratch.out());
     ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
