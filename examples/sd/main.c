@@ -1,0 +1,147 @@
+/*
+ * sd: Stable Diffusion txt2img on onnxstream. Only argument parsing and reporting live here; the work is
+ * in pipeline.c (and tokenizer.c, scheduler.c, rng.c, image.c). Options follow OnnxStream's SD example.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline.h"
+#include "progress.h"
+#include "tokenizer.h"
+
+static const char *usage =
+    "usage: sd --models-path DIR [--prompt TEXT] [--neg-prompt TEXT] [--steps N] [--seed N] [--cfg SCALE]\n"
+    "          [--sampler euler_a|euler|heun|dpm++2m|dpm++2m_karras|ddim|lcm] [--output FILE.png]\n"
+    "          [--save-latents FILE] [--decode-latents FILE] [--decoder-fp16] [--threads N]\n"
+    "          [--rpi] [--rpi-lowmem] [--ops-printf] [--tokenizer PATH] [--print-tokens] [--help]\n"
+    "  --models-path      folder with text_encoder_fp32/, unet_fp16/ (or unet_fp32/), vae_decoder_fp32/\n"
+    "                     (or vae_decoder_fp16/) and tokenizer/ (OnnxStream's SD 1.5 layout)\n"
+    "  --cfg              classifier-free guidance scale (default 7.5)\n"
+    "  --seed             any 64-bit number (default 0); same seed, same image on every platform\n"
+    "  --rpi, --rpi-lowmem  lowest-memory settings: weights read per op (nocache provider)\n"
+    "  --tokenizer        a folder with vocab.txt + merges.txt, or bpe_simple_vocab_16e6.txt.gz\n"
+    "  --print-tokens     print the prompt's token ids (one line per 75-token chunk) and exit\n";
+
+static int die(const char *message) {
+    fprintf(stderr, "sd: %s\n", message);
+    return 1;
+}
+
+static int parse_u64(const char *text, unsigned long long *out) {
+    char *end = NULL;
+    errno = 0;
+    if (!text || !*text || *text == '-') return 0;
+    *out = strtoull(text, &end, 10);
+    return errno == 0 && *end == '\0';
+}
+
+static int print_tokens(const char *path, const char *prompt) {
+    char err[512];
+    sd_tokenizer_t *tok = sd_tokenizer_create(path, err, sizeof err);
+    if (!tok) return die(err);
+    int32_t *ids = NULL;
+    size_t count = 0;
+    if (sd_tokenizer_encode(tok, prompt ? prompt : "", &ids, &count, err, sizeof err) != 0) {
+        sd_tokenizer_destroy(tok);
+        return die(err);
+    }
+    for (size_t i = 0; i < count; ++i)
+        printf("%d%s", ids[i], (i + 1) % SD_TOKENIZER_CHUNK_TOKENS == 0 || i + 1 == count ? "\n" : " ");
+    if (count == 0) printf("\n");
+    free(ids);
+    sd_tokenizer_destroy(tok);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    sd_pipeline_options_t o;
+    sd_pipeline_options_init(&o);
+    o.output = "result.png";
+    int want_tokens = 0;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes_value = 1;
+        unsigned long long n = 0;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(a, "--decoder-fp16")) {
+            o.decoder_fp16 = 1;
+            takes_value = 0;
+        } else if (!strcmp(a, "--rpi") || !strcmp(a, "--rpi-lowmem")) {
+            o.provider = ONNXSTREAM_PROVIDER_NOCACHE;
+            takes_value = 0;
+        } else if (!strcmp(a, "--ops-printf")) {
+            o.ops_printf = 1;
+            takes_value = 0;
+        } else if (!strcmp(a, "--print-tokens")) {
+            want_tokens = 1;
+            takes_value = 0;
+        } else if (!strcmp(a, "--decoder-calibrate")) {
+            return die("--decoder-calibrate needs the W8A8 decoder, which this version cannot run yet; use "
+                       "--decoder-fp16 or a vae_decoder_fp32/ folder");
+        } else if (!v) {
+            fprintf(stderr, "sd: %s needs a value\n%s", a, usage);
+            return 1;
+        } else if (!strcmp(a, "--models-path")) {
+            o.models_path = v;
+        } else if (!strcmp(a, "--prompt")) {
+            o.prompt = v;
+        } else if (!strcmp(a, "--neg-prompt")) {
+            o.negative_prompt = v;
+        } else if (!strcmp(a, "--output")) {
+            o.output = v;
+        } else if (!strcmp(a, "--save-latents")) {
+            o.save_latents = v;
+        } else if (!strcmp(a, "--decode-latents")) {
+            o.decode_latents = v;
+        } else if (!strcmp(a, "--tokenizer")) {
+            o.tokenizer_path = v;
+        } else if (!strcmp(a, "--sampler")) {
+            if (sd_sampler_from_name(v, &o.sampler) != 0) {
+                fprintf(stderr, "sd: unknown sampler '%s'\n%s", v, usage);
+                return 1;
+            }
+        } else if (!strcmp(a, "--steps")) {
+            if (!parse_u64(v, &n) || n < 1 || n > SD_MAX_STEPS) return die("--steps expects 1..1000");
+            o.steps = (int)n;
+        } else if (!strcmp(a, "--seed")) {
+            if (!parse_u64(v, &n)) return die("--seed expects a non-negative 64-bit integer");
+            o.seed = (uint64_t)n;
+        } else if (!strcmp(a, "--threads")) {
+            if (!parse_u64(v, &n) || n > 1024) return die("--threads expects 0..1024 (0 = one per core)");
+            o.threads = (int)n;
+        } else if (!strcmp(a, "--cfg")) {
+            char *end = NULL;
+            o.cfg_scale = strtod(v, &end);
+            if (*end || o.cfg_scale < 0 || o.cfg_scale > 100) return die("--cfg expects a number in 0..100");
+        } else {
+            fprintf(stderr, "sd: unknown option %s\n%s", a, usage);
+            return 1;
+        }
+        i += takes_value;
+    }
+    if (want_tokens) {
+        char path[4096];
+        if (o.tokenizer_path) snprintf(path, sizeof path, "%s", o.tokenizer_path);
+        else if (o.models_path) snprintf(path, sizeof path, "%s/tokenizer", o.models_path);
+        else return die("--print-tokens needs --tokenizer or --models-path");
+        return print_tokens(path, o.prompt);
+    }
+    if (!o.models_path) {
+        fprintf(stderr, "sd: --models-path is required\n%s", usage);
+        return 1;
+    }
+    char err[2048] = "";
+    double start = sd_progress_now();
+    onnxstream_status_t s = sd_pipeline_run(&o, err, sizeof err);
+    if (s != ONNXSTREAM_OK) return die(err);
+    uint64_t cur = 0, peak = 0;
+    sd_memory_usage(&cur, &peak);
+    fprintf(stderr, "done in %.1f s, peak RSS %.1f MB%s%s\n", sd_progress_now() - start, peak / 1e6,
+            o.output ? ", image " : "", o.output ? o.output : "");
+    return 0;
+}

@@ -1,0 +1,449 @@
+#include "pipeline.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "image.h"
+#include "progress.h"
+#include "rng.h"
+#include "tokenizer.h"
+
+/* The SD 1.x latent scale: the VAE decodes latents / 0.18215. */
+#define SD_LATENT_SCALE 0.18215
+/* Largest latent handled: (1,4,256,256), a 2048x2048 image. */
+#define SD_MAX_LATENT_FLOATS (4 * 256 * 256)
+
+static onnxstream_status_t fail(char *err, size_t err_size, onnxstream_status_t s, const char *fmt, ...) {
+    if (err && err_size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_size, fmt, ap);
+        va_end(ap);
+    }
+    return s;
+}
+
+static int is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static void join(char *out, size_t size, const char *dir, const char *name) {
+    snprintf(out, size, "%s/%s", dir, name);
+}
+
+void sd_pipeline_options_init(sd_pipeline_options_t *o) {
+    memset(o, 0, sizeof *o);
+    o->steps = 20;
+    o->cfg_scale = 7.5;
+    o->sampler = SD_SAMPLER_EULER_A;
+    o->provider = ONNXSTREAM_PROVIDER_PREFETCH;
+}
+
+static int print_op(void *user, const onnxstream_progress_t *p) {
+    (void)user;
+    fprintf(stderr, "  [%zu/%zu] %s %s %.2f ms\n", p->op_index + 1, p->op_count, p->op_type, p->op_name,
+            p->elapsed_us / 1000.0);
+    return 0;
+}
+
+/* Create a model and load folder `dir` (named `what` in messages). */
+static onnxstream_status_t open_model(const sd_pipeline_options_t *o, const char *dir, const char *what,
+                                      onnxstream_model_t **out, char *err, size_t err_size) {
+    onnxstream_model_options_t mo;
+    onnxstream_model_options_init(&mo);
+    mo.threads = o->threads;
+    mo.provider = o->provider;
+    onnxstream_model_t *m = NULL;
+    onnxstream_status_t s = onnxstream_model_create(&mo, &m);
+    if (s != ONNXSTREAM_OK) return fail(err, err_size, s, "%s: %s", what, onnxstream_last_error());
+    if (o->ops_printf) s = onnxstream_model_set_progress_callback(m, print_op, NULL);
+    if (s == ONNXSTREAM_OK) s = onnxstream_model_load(m, dir);
+    if (s != ONNXSTREAM_OK) {
+        fail(err, err_size, s, "%s (%s): %s", what, dir, onnxstream_model_last_error(m));
+        onnxstream_model_destroy(m);
+        return s;
+    }
+    *out = m;
+    return ONNXSTREAM_OK;
+}
+
+/* Declared shape of input `name` (first `cap` dims); returns its rank, or -1 when there is no such input. */
+static int input_shape(onnxstream_model_t *m, const char *name, int64_t *shape, size_t cap) {
+    for (size_t i = 0; i < onnxstream_model_input_count(m); ++i) {
+        onnxstream_tensor_view_t v;
+        v.struct_size = sizeof v;
+        if (onnxstream_model_get_input(m, i, &v) != ONNXSTREAM_OK || strcmp(v.name, name) != 0 || v.rank > cap)
+            continue;
+        memcpy(shape, v.shape, v.rank * sizeof(int64_t));
+        return (int)v.rank;
+    }
+    return -1;
+}
+
+static onnxstream_status_t output0(onnxstream_model_t *m, const char *what, size_t expected_floats,
+                                   const float **data, char *err, size_t err_size) {
+    onnxstream_tensor_view_t v;
+    v.struct_size = sizeof v;
+    onnxstream_status_t s = onnxstream_model_get_output(m, 0, &v);
+    if (s != ONNXSTREAM_OK) return fail(err, err_size, s, "%s: %s", what, onnxstream_model_last_error(m));
+    if (v.dtype != ONNXSTREAM_DTYPE_FLOAT32 || v.byte_size != expected_floats * sizeof(float))
+        return fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL,
+                    "%s: output %s is %s with %zu bytes, expected float32 with %zu", what, v.name,
+                    onnxstream_dtype_name(v.dtype), v.byte_size, expected_floats * sizeof(float));
+    *data = (const float *)v.data;
+    return ONNXSTREAM_OK;
+}
+
+/*
+ * Prompt embeddings: one text-encoder run per 77-token chunk, A1111 emphasis (scale each token's
+ * embedding by its weight, then restore the chunk's original mean), chunks concatenated along tokens.
+ * *out is malloc'd: chunks * 77 * width floats.
+ */
+static onnxstream_status_t encode_prompt(onnxstream_model_t *te, const sd_tokenizer_t *tok, const char *prompt,
+                                         size_t min_chunks, float **out, size_t *chunks_out, size_t *width_out,
+                                         char *err, size_t err_size) {
+    sd_token_chunks_t chunks = {0, NULL, NULL};
+    char terr[256];
+    if (sd_tokenizer_encode_chunks(tok, prompt ? prompt : "", &chunks, terr, sizeof terr) != 0)
+        return fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "tokenizer: %s", terr);
+    size_t n_chunks = chunks.count < min_chunks ? min_chunks : chunks.count;
+    float *emb = NULL;
+    size_t width = 0;
+    onnxstream_status_t s = ONNXSTREAM_OK;
+    for (size_t c = 0; c < n_chunks && s == ONNXSTREAM_OK; ++c) {
+        int64_t ids[SD_TOKENIZER_CONTEXT];
+        float weights[SD_TOKENIZER_CONTEXT];
+        for (int i = 0; i < SD_TOKENIZER_CONTEXT; ++i) {
+            /* Chunks beyond the prompt's own (to match the other prompt's count) are empty prompts. */
+            int real = c < chunks.count;
+            ids[i] = real ? chunks.ids[c * SD_TOKENIZER_CONTEXT + i]
+                          : (i == 0 ? SD_TOKEN_BOS : (i == 1 ? SD_TOKEN_EOS : SD_TOKEN_PAD));
+            weights[i] = real ? chunks.weights[c * SD_TOKENIZER_CONTEXT + i] : 1.0f;
+        }
+        int64_t shape[2] = {1, SD_TOKENIZER_CONTEXT};
+        s = onnxstream_model_push_tensor(te, "onnx::Reshape_0", ONNXSTREAM_DTYPE_INT64, 2, shape, ids, sizeof ids);
+        if (s == ONNXSTREAM_OK) s = onnxstream_model_run(te);
+        if (s != ONNXSTREAM_OK) {
+            fail(err, err_size, s, "text encoder: %s", onnxstream_model_last_error(te));
+            break;
+        }
+        onnxstream_tensor_view_t v;
+        v.struct_size = sizeof v;
+        s = onnxstream_model_get_output(te, 0, &v);
+        if (s == ONNXSTREAM_OK && (v.dtype != ONNXSTREAM_DTYPE_FLOAT32 || v.rank != 3 ||
+                                   v.shape[1] != SD_TOKENIZER_CONTEXT)) {
+            s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL,
+                     "text encoder: output %s must be float32 (1,77,width)", v.name);
+            break;
+        }
+        if (s != ONNXSTREAM_OK) break;
+        width = (size_t)v.shape[2];
+        if (!emb) emb = malloc(n_chunks * SD_TOKENIZER_CONTEXT * width * sizeof(float));
+        if (!emb) {
+            s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for prompt embeddings");
+            break;
+        }
+        float *z = emb + c * SD_TOKENIZER_CONTEXT * width;
+        const float *src = (const float *)v.data;
+        size_t n = SD_TOKENIZER_CONTEXT * width;
+        double before = 0, after = 0;
+        for (size_t i = 0; i < n; ++i) before += src[i];
+        for (size_t t = 0; t < SD_TOKENIZER_CONTEXT; ++t)
+            for (size_t k = 0; k < width; ++k) z[t * width + k] = src[t * width + k] * weights[t];
+        for (size_t i = 0; i < n; ++i) after += z[i];
+        if (after != 0 && before != 0)
+            for (size_t i = 0; i < n; ++i) z[i] = (float)(z[i] * (before / after));
+    }
+    sd_token_chunks_free(&chunks);
+    if (s != ONNXSTREAM_OK) {
+        free(emb);
+        return s;
+    }
+    *out = emb;
+    *chunks_out = n_chunks;
+    *width_out = width;
+    return ONNXSTREAM_OK;
+}
+
+typedef struct denoise_ctx {
+    onnxstream_model_t *unet;
+    const float *cond, *uncond; /* tokens * width floats each */
+    int64_t ctx_shape[3];       /* (1, tokens, width) */
+    int64_t sample_shape[4];    /* (batch, 4, h, w) as the UNet declares it */
+    int batch2;                 /* cond and uncond in one run */
+    double cfg;
+    size_t n;                   /* latent floats of one sample */
+    float *sample, *eps, *ctx2; /* work buffers */
+    char *err;
+    size_t err_size;
+    sd_progress_t *progress;
+    int evals;
+} denoise_ctx_t;
+
+static onnxstream_status_t unet_run(denoise_ctx_t *d, const float *sample, const float *context, size_t batch,
+                                    double timestep, float *eps_out) {
+    float t = (float)timestep;
+    int64_t tshape[1] = {1};
+    int64_t cshape[3] = {(int64_t)batch, d->ctx_shape[1], d->ctx_shape[2]};
+    int64_t sshape[4] = {(int64_t)batch, d->sample_shape[1], d->sample_shape[2], d->sample_shape[3]};
+    size_t cbytes = batch * (size_t)(d->ctx_shape[1] * d->ctx_shape[2]) * sizeof(float);
+    onnxstream_status_t s =
+        onnxstream_model_push_tensor(d->unet, "sample", ONNXSTREAM_DTYPE_FLOAT32, 4, sshape, sample,
+                                     batch * d->n * sizeof(float));
+    if (s == ONNXSTREAM_OK)
+        s = onnxstream_model_push_tensor(d->unet, "timestep", ONNXSTREAM_DTYPE_FLOAT32, 1, tshape, &t, sizeof t);
+    if (s == ONNXSTREAM_OK)
+        s = onnxstream_model_push_tensor(d->unet, "encoder_hidden_states", ONNXSTREAM_DTYPE_FLOAT32, 3, cshape,
+                                         context, cbytes);
+    if (s == ONNXSTREAM_OK) s = onnxstream_model_run(d->unet);
+    if (s != ONNXSTREAM_OK) return fail(d->err, d->err_size, s, "unet: %s", onnxstream_model_last_error(d->unet));
+    const float *out = NULL;
+    s = output0(d->unet, "unet", batch * d->n, &out, d->err, d->err_size);
+    if (s == ONNXSTREAM_OK) memcpy(eps_out, out, batch * d->n * sizeof(float));
+    return s;
+}
+
+/* The sampler's model call: eps from the UNet with guidance, turned into the denoised prediction. */
+static int denoise(void *user, const float *x, double sigma, double timestep, float *out_denoised) {
+    denoise_ctx_t *d = (denoise_ctx_t *)user;
+    const size_t n = d->n;
+    const float c_in = (float)sd_c_in(sigma);
+    const size_t cn = (size_t)(d->ctx_shape[1] * d->ctx_shape[2]);
+    onnxstream_status_t s;
+    float *eps_c = d->eps, *eps_u = d->eps + n;
+    if (d->batch2) {
+        /* Batch 0 = uncond, batch 1 = cond: the weights stream once for both. */
+        for (size_t i = 0; i < n; ++i) d->sample[i] = d->sample[n + i] = x[i] * c_in;
+        memcpy(d->ctx2, d->uncond, cn * sizeof(float));
+        memcpy(d->ctx2 + cn, d->cond, cn * sizeof(float));
+        s = unet_run(d, d->sample, d->ctx2, 2, timestep, d->eps);
+        eps_u = d->eps;
+        eps_c = d->eps + n;
+    } else {
+        for (size_t i = 0; i < n; ++i) d->sample[i] = x[i] * c_in;
+        s = unet_run(d, d->sample, d->cond, 1, timestep, eps_c);
+        if (s == ONNXSTREAM_OK && d->cfg != 1.0) s = unet_run(d, d->sample, d->uncond, 1, timestep, eps_u);
+    }
+    if (s != ONNXSTREAM_OK) return (int)s;
+    if (d->cfg != 1.0)
+        for (size_t i = 0; i < n; ++i) eps_c[i] = eps_u[i] + (float)d->cfg * (eps_c[i] - eps_u[i]);
+    sd_eps_to_denoised(x, eps_c, sigma, out_denoised, n);
+    d->evals++;
+    return 0;
+}
+
+static onnxstream_status_t diffuse(const sd_pipeline_options_t *o, float *latent, int64_t lat_shape[4],
+                                   char *err, size_t err_size) {
+    char path[4096], tok_path[4096];
+    snprintf(tok_path, sizeof tok_path, "%s", o->tokenizer_path ? o->tokenizer_path : "");
+    if (!o->tokenizer_path) join(tok_path, sizeof tok_path, o->models_path, "tokenizer");
+    char terr[512];
+    sd_tokenizer_t *tok = sd_tokenizer_create(tok_path, terr, sizeof terr);
+    if (!tok) return fail(err, err_size, ONNXSTREAM_ERR_IO, "tokenizer: %s", terr);
+
+    /* Text encoder: cond and uncond embeddings, same number of chunks. */
+    join(path, sizeof path, o->models_path, "text_encoder_fp32");
+    onnxstream_model_t *te = NULL;
+    float *cond = NULL, *uncond = NULL;
+    size_t cond_chunks = 0, uncond_chunks = 0, width = 0;
+    onnxstream_status_t s = open_model(o, path, "text encoder", &te, err, err_size);
+    if (s == ONNXSTREAM_OK) s = encode_prompt(te, tok, o->prompt, 1, &cond, &cond_chunks, &width, err, err_size);
+    if (s == ONNXSTREAM_OK)
+        s = encode_prompt(te, tok, o->negative_prompt, cond_chunks, &uncond, &uncond_chunks, &width, err, err_size);
+    if (s == ONNXSTREAM_OK && uncond_chunks > cond_chunks) { /* the negative prompt is the longer one */
+        free(cond);
+        cond = NULL;
+        s = encode_prompt(te, tok, o->prompt, uncond_chunks, &cond, &cond_chunks, &width, err, err_size);
+    }
+    onnxstream_model_destroy(te); /* only one model's working set at a time */
+    sd_tokenizer_destroy(tok);
+
+    /* UNet. */
+    onnxstream_model_t *unet = NULL;
+    if (s == ONNXSTREAM_OK) {
+        join(path, sizeof path, o->models_path, "unet_fp16");
+        if (!is_dir(path)) join(path, sizeof path, o->models_path, "unet_fp32");
+        s = open_model(o, path, "unet", &unet, err, err_size);
+    }
+    denoise_ctx_t d;
+    memset(&d, 0, sizeof d);
+    int64_t ctx_decl[8];
+    if (s == ONNXSTREAM_OK) {
+        int r1 = input_shape(unet, "sample", d.sample_shape, 4);
+        int r2 = input_shape(unet, "encoder_hidden_states", ctx_decl, 8);
+        int64_t tshape[8];
+        if (r1 != 4 || r2 != 3 || input_shape(unet, "timestep", tshape, 8) < 0)
+            s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL,
+                     "unet (%s): expected inputs sample (B,4,h,w), timestep and encoder_hidden_states (B,T,W)", path);
+        else if ((size_t)ctx_decl[1] != cond_chunks * SD_TOKENIZER_CONTEXT || (size_t)ctx_decl[2] != width)
+            s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT,
+                     "the prompts need encoder_hidden_states (1,%zu,%zu) (%zu chunk(s) of 75 tokens) but the unet "
+                     "takes (%lld,%lld,%lld); shorten the prompt or convert the unet with "
+                     "--input-shape encoder_hidden_states=1,%zu,%zu",
+                     cond_chunks * SD_TOKENIZER_CONTEXT, width, cond_chunks, (long long)ctx_decl[0],
+                     (long long)ctx_decl[1], (long long)ctx_decl[2], cond_chunks * SD_TOKENIZER_CONTEXT, width);
+    }
+    if (s == ONNXSTREAM_OK) {
+        d.unet = unet;
+        d.cond = cond;
+        d.uncond = uncond;
+        d.ctx_shape[0] = 1;
+        d.ctx_shape[1] = ctx_decl[1];
+        d.ctx_shape[2] = ctx_decl[2];
+        d.batch2 = d.sample_shape[0] == 2;
+        d.cfg = o->cfg_scale;
+        d.n = (size_t)(d.sample_shape[1] * d.sample_shape[2] * d.sample_shape[3]);
+        if (d.n > SD_MAX_LATENT_FLOATS || d.sample_shape[0] < 1 || d.sample_shape[0] > 2)
+            s = fail(err, err_size, ONNXSTREAM_ERR_UNSUPPORTED, "unet sample input (%lld,%lld,%lld,%lld) is not "
+                     "supported (batch 1 or 2, at most 4x256x256)", (long long)d.sample_shape[0],
+                     (long long)d.sample_shape[1], (long long)d.sample_shape[2], (long long)d.sample_shape[3]);
+    }
+    if (s == ONNXSTREAM_OK) {
+        d.sample = malloc(2 * d.n * sizeof(float));
+        d.eps = malloc(2 * d.n * sizeof(float));
+        d.ctx2 = malloc(2 * (size_t)(ctx_decl[1] * ctx_decl[2]) * sizeof(float));
+        d.err = err;
+        d.err_size = err_size;
+        if (!d.sample || !d.eps || !d.ctx2)
+            s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for the diffusion buffers");
+    }
+    sd_noise_schedule ns;
+    sd_schedule sch;
+    sd_sampler smp;
+    memset(&smp, 0, sizeof smp);
+    if (s == ONNXSTREAM_OK) {
+        sd_noise_schedule_sd15(&ns);
+        if (sd_schedule_build(&sch, &ns, o->sampler, SD_SPACING_DEFAULT, o->steps) != 0)
+            s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "--steps %d is not valid for sampler %s",
+                     o->steps, sd_sampler_name(o->sampler));
+        else if (sd_sampler_init(&smp, o->sampler, d.n) != 0)
+            s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for the sampler");
+    }
+    if (s == ONNXSTREAM_OK) {
+        sd_rng_t rng;
+        sd_rng_seed(&rng, o->seed);
+        sd_rng_fill_normal(&rng, latent, d.n);
+        float scale = (float)sd_schedule_init_noise_scale(&sch);
+        for (size_t i = 0; i < d.n; ++i) latent[i] *= scale;
+        sd_noise_source noise = {sd_rng_noise, &rng};
+        sd_progress_t progress;
+        if (!o->quiet) sd_progress_start(&progress, stderr, sch.steps);
+        for (int i = 0; i < sch.steps && s == ONNXSTREAM_OK; ++i) {
+            int rc = sd_sampler_step(&smp, &sch, i, latent, denoise, &d, &noise);
+            if (rc > 0) s = (onnxstream_status_t)rc; /* denoise's status; its message is in err */
+            else if (rc < 0) s = fail(err, err_size, ONNXSTREAM_ERR_INTERNAL, "sampler step %d failed (%d)", i, rc);
+            else if (!o->quiet) sd_progress_update(&progress, i + 1);
+        }
+        if (!o->quiet) sd_progress_finish(&progress, sch.steps, "unet");
+        if (s == ONNXSTREAM_OK) sd_schedule_finish(&sch, latent, d.n);
+        memcpy(lat_shape, d.sample_shape, sizeof d.sample_shape);
+        lat_shape[0] = 1;
+    }
+    sd_sampler_free(&smp);
+    free(d.sample);
+    free(d.eps);
+    free(d.ctx2);
+    free(cond);
+    free(uncond);
+    onnxstream_model_destroy(unet);
+    return s;
+}
+
+static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *latent, int64_t lat_shape[4],
+                                  char *err, size_t err_size) {
+    char path[4096];
+    join(path, sizeof path, o->models_path, o->decoder_fp16 ? "vae_decoder_fp16" : "vae_decoder_fp32");
+    if (!o->decoder_fp16 && !is_dir(path)) join(path, sizeof path, o->models_path, "vae_decoder_fp16");
+    onnxstream_model_t *vae = NULL;
+    onnxstream_status_t s = open_model(o, path, "vae decoder", &vae, err, err_size);
+    if (s != ONNXSTREAM_OK) return s;
+    int64_t decl[8];
+    size_t n = (size_t)(lat_shape[1] * lat_shape[2] * lat_shape[3]);
+    if (input_shape(vae, "input.1", decl, 8) != 4 || decl[1] != lat_shape[1] || decl[2] != lat_shape[2] ||
+        decl[3] != lat_shape[3]) {
+        onnxstream_model_destroy(vae);
+        return fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL,
+                    "vae decoder (%s): expected input input.1 of shape (1,%lld,%lld,%lld)", path,
+                    (long long)lat_shape[1], (long long)lat_shape[2], (long long)lat_shape[3]);
+    }
+    float *scaled = malloc(n * sizeof(float));
+    if (!scaled) {
+        onnxstream_model_destroy(vae);
+        return fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (size_t i = 0; i < n; ++i) scaled[i] = (float)(latent[i] / SD_LATENT_SCALE);
+    int64_t shape[4] = {1, lat_shape[1], lat_shape[2], lat_shape[3]};
+    s = onnxstream_model_push_tensor(vae, "input.1", ONNXSTREAM_DTYPE_FLOAT32, 4, shape, scaled, n * sizeof(float));
+    free(scaled);
+    if (s == ONNXSTREAM_OK) s = onnxstream_model_run(vae);
+    if (s != ONNXSTREAM_OK) {
+        fail(err, err_size, s, "vae decoder: %s", onnxstream_model_last_error(vae));
+        onnxstream_model_destroy(vae);
+        return s;
+    }
+    onnxstream_tensor_view_t v;
+    v.struct_size = sizeof v;
+    s = onnxstream_model_get_output(vae, 0, &v);
+    if (s == ONNXSTREAM_OK && (v.dtype != ONNXSTREAM_DTYPE_FLOAT32 || v.rank != 4 || v.shape[1] != 3))
+        s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL, "vae decoder: output must be float32 (1,3,H,W)");
+    if (s == ONNXSTREAM_OK && o->output) {
+        int w = (int)v.shape[3], h = (int)v.shape[2];
+        uint8_t *rgb = malloc((size_t)w * (size_t)h * 3);
+        if (!rgb) {
+            s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for the image");
+        } else {
+            sd_image_from_nchw((const float *)v.data, w, h, rgb);
+            sd_image_params_t p = {o->prompt, o->negative_prompt, o->steps, sd_sampler_name(o->sampler),
+                                   o->cfg_scale, o->seed, w, h, NULL};
+            char *text = sd_image_format_parameters(&p);
+            s = sd_png_write(o->output, rgb, w, h, text, err, err_size);
+            free(text);
+            free(rgb);
+        }
+    }
+    onnxstream_model_destroy(vae);
+    return s;
+}
+
+onnxstream_status_t sd_pipeline_run(const sd_pipeline_options_t *o, char *err, size_t err_size) {
+    if (!o || !o->models_path)
+        return fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "no models path given");
+    if (!is_dir(o->models_path))
+        return fail(err, err_size, ONNXSTREAM_ERR_IO,
+                    "models folder %s not found (expected text_encoder_fp32/, unet_fp16/ or unet_fp32/, "
+                    "vae_decoder_fp32/ or vae_decoder_fp16/, tokenizer/)",
+                    o->models_path);
+    size_t cap = SD_MAX_LATENT_FLOATS;
+    float *latent = malloc(cap * sizeof(float));
+    if (!latent) return fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory");
+    int64_t lat_shape[4] = {0, 0, 0, 0};
+    onnxstream_status_t s = ONNXSTREAM_OK;
+    if (o->decode_latents) {
+        /* The latent size comes from the decoder's declared input. */
+        char path[4096];
+        join(path, sizeof path, o->models_path, o->decoder_fp16 ? "vae_decoder_fp16" : "vae_decoder_fp32");
+        if (!o->decoder_fp16 && !is_dir(path)) join(path, sizeof path, o->models_path, "vae_decoder_fp16");
+        onnxstream_model_t *vae = NULL;
+        s = open_model(o, path, "vae decoder", &vae, err, err_size);
+        if (s == ONNXSTREAM_OK && input_shape(vae, "input.1", lat_shape, 4) != 4)
+            s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL, "vae decoder (%s) has no input input.1", path);
+        onnxstream_model_destroy(vae);
+        size_t n = (size_t)(lat_shape[1] * lat_shape[2] * lat_shape[3]);
+        if (s == ONNXSTREAM_OK && n > cap)
+            s = fail(err, err_size, ONNXSTREAM_ERR_UNSUPPORTED, "latents larger than (1,4,256,256)");
+        if (s == ONNXSTREAM_OK) s = sd_latents_load(o->decode_latents, latent, n, err, err_size);
+    } else {
+        s = diffuse(o, latent, lat_shape, err, err_size);
+        if (s == ONNXSTREAM_OK && o->save_latents)
+            s = sd_latents_save(o->save_latents, latent, (size_t)(lat_shape[1] * lat_shape[2] * lat_shape[3]), err,
+                                err_size);
+    }
+    if (s == ONNXSTREAM_OK && o->output) s = decode(o, latent, lat_shape, err, err_size);
+    free(latent);
+    return s;
+}

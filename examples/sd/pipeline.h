@@ -1,0 +1,52 @@
+/*
+ * txt2img pipeline: text encoder -> UNet with classifier-free guidance -> VAE decoder, on three onnxstream
+ * models loaded one after the other (each is destroyed before the next is created, so only one model's
+ * working set is ever alive).
+ *
+ * Model folder layout (OnnxStream's published SD 1.5 layout, also what onnxstream-convert produces):
+ *   <models>/text_encoder_fp32/   input onnx::Reshape_0 (1,77) int64 -> output 0 (1,77,768)
+ *   <models>/unet_fp16/           inputs sample (B,4,h,w), timestep (1) float32, encoder_hidden_states
+ *                                 (B,77k,768) -> output 0 (B,4,h,w) (B = 1, or 2 for cond+uncond in one batch)
+ *     (unet_fp32/ is used when unet_fp16/ is absent)
+ *   <models>/vae_decoder_fp32/ or vae_decoder_fp16/   input input.1 (1,4,h,w) -> output 0 (1,3,8h,8w)
+ *   <models>/tokenizer/           vocab.txt + merges.txt (or pass tokenizer_path)
+ * Image and latent sizes are read from the models' declared input shapes.
+ */
+#ifndef SD_PIPELINE_H
+#define SD_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "onnxstream.h"
+#include "scheduler.h"
+
+typedef struct sd_pipeline_options {
+    const char *models_path;
+    const char *tokenizer_path;   /* NULL: <models_path>/tokenizer */
+    const char *prompt;
+    const char *negative_prompt;  /* may be NULL */
+    int steps;
+    double cfg_scale;
+    uint64_t seed;
+    sd_sampler_kind sampler;
+    int threads;                  /* 0: one per core */
+    int provider;                 /* an onnxstream_provider_kind_t */
+    int decoder_fp16;             /* use vae_decoder_fp16/ */
+    int ops_printf;               /* print every op as it finishes */
+    int quiet;                    /* no progress output */
+    const char *output;           /* PNG path (NULL: no image, e.g. with save_latents only) */
+    const char *save_latents;     /* raw float32 latents after diffusion (may be NULL) */
+    const char *decode_latents;   /* skip diffusion: decode this latents file (may be NULL) */
+} sd_pipeline_options_t;
+
+/* Fill defaults: 20 steps, cfg 7.5, seed 0, euler_a, prefetch provider. */
+void sd_pipeline_options_init(sd_pipeline_options_t *o);
+
+/*
+ * Run the pipeline. Returns ONNXSTREAM_OK, or a status with a one-line message in err (naming the missing
+ * file or folder, the model and the engine's own message).
+ */
+onnxstream_status_t sd_pipeline_run(const sd_pipeline_options_t *o, char *err, size_t err_size);
+
+#endif
