@@ -72,12 +72,33 @@ static onnxstream_status_t open_model(const sd_pipeline_options_t *o, const char
     return ONNXSTREAM_OK;
 }
 
+/* model.txt spells names with every character outside [A-Za-z0-9] escaped as _XX_ ("input.1" ->
+ * "input_2E_1"); the C API reports input names that way. */
+static void escape_name(const char *name, char *out, size_t size) {
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)name; *p && o + 5 < size; ++p) {
+        int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
+        if (plain) {
+            out[o++] = (char)*p;
+        } else {
+            out[o++] = '_';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 15];
+            out[o++] = '_';
+        }
+    }
+    out[o] = '\0';
+}
+
 /* Declared shape of input `name` (first `cap` dims); returns its rank, or -1 when there is no such input. */
 static int input_shape(onnxstream_model_t *m, const char *name, int64_t *shape, size_t cap) {
+    char escaped[256];
+    escape_name(name, escaped, sizeof escaped);
     for (size_t i = 0; i < onnxstream_model_input_count(m); ++i) {
         onnxstream_tensor_view_t v;
         v.struct_size = sizeof v;
-        if (onnxstream_model_get_input(m, i, &v) != ONNXSTREAM_OK || strcmp(v.name, name) != 0 || v.rank > cap)
+        if (onnxstream_model_get_input(m, i, &v) != ONNXSTREAM_OK || strcmp(v.name, escaped) != 0 || v.rank > cap)
             continue;
         memcpy(shape, v.shape, v.rank * sizeof(int64_t));
         return (int)v.rank;

@@ -88,6 +88,8 @@ void sd_memory_usage(uint64_t *cur_bytes, uint64_t *peak_bytes)
         *peak_bytes = 0;
         /* ru_maxrss is in KiB on Linux and the BSDs (bytes on macOS, which this example does not target). */
         if (getrusage(RUSAGE_SELF, &ru) == 0 && ru.ru_maxrss > 0) *peak_bytes = (uint64_t)ru.ru_maxrss * 1024u;
+        /* ru_maxrss is sampled by the kernel and can trail the current RSS a little: peak >= current. */
+        if (cur_bytes && *peak_bytes && *cur_bytes > *peak_bytes) *peak_bytes = *cur_bytes;
     }
 }
 
