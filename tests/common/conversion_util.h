@@ -1,0 +1,63 @@
+// Shared by the converter test programs (tests/convert, tests/sd): file helpers, a scratch folder,
+// onnxstream_convert_onnx with its report collected, and "run the converted model on a generated case and
+// compare with ONNX Runtime". Public C API only.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "onnxstream.h"
+
+namespace onnxstream::testing {
+
+bool exists(const std::string &path);
+std::string read_text(const std::string &path);
+// Non-empty lines.
+std::vector<std::string> lines_of(const std::string &text);
+// Op type -> number of model.txt lines with it.
+std::map<std::string, size_t> op_counts(const std::string &model_txt);
+size_t count_ops(const std::string &model_txt, const std::string &type);
+
+// A fresh folder for outputs, removed with everything in it; the converted model goes to out(), which
+// does not exist yet.
+class Scratch {
+public:
+    explicit Scratch(const char *prefix = "onnxstream-convert-test");
+    ~Scratch();
+    Scratch(const Scratch &) = delete;
+    Scratch &operator=(const Scratch &) = delete;
+    const std::string &path() const { return path_; }
+    std::string out() const { return path_ + "/out"; }
+    // Entries of the scratch folder (to check nothing but the output was created).
+    std::vector<std::string> entries() const;
+
+private:
+    std::string path_;
+};
+
+struct Conversion {
+    onnxstream_status_t status = ONNXSTREAM_OK;
+    std::string message, report;
+    std::vector<std::string> warnings;
+};
+
+Conversion convert(const std::string &onnx, const std::string &out, bool fp16 = false,
+                   std::vector<const char *> keep = {}, std::vector<const char *> shapes = {});
+
+struct Compare {
+    double rel_l2 = 0, max_abs = 0;
+};
+Compare compare(const float *got, const float *want, size_t n);
+
+// A generated case's names.txt: "input <i> <name>" / "output <k> <name>".
+std::map<std::string, std::vector<std::string>> read_names(const std::string &case_dir);
+
+// Run the converted model on the case's inputs and compare every output with ONNX Runtime's
+// expected_<k>.npy (or PyTorch's torch_<k>.npy when the generator could not run ONNX Runtime), with
+// gtest assertions; prints one line per output.
+void run_and_compare(const std::string &model_dir, const std::string &case_dir, double rel_l2_tol,
+                     double max_abs_tol);
+
+} // namespace onnxstream::testing
