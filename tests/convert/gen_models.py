@@ -15,13 +15,14 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS_DIR = os.path.join(HERE, "..", "tools")
+sys.path.insert(0, TOOLS_DIR)
 
+import case_output  # noqa: E402
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -380,14 +381,7 @@ def main():
         os.makedirs(os.path.join(bad_dir, name))
         onnx.save(model, os.path.join(bad_dir, name, "model.onnx"))
 
-    if args.node:
-        script = os.path.join(TOOLS_DIR, "ort_reference.js")
-        rc = subprocess.call([args.node, script, tmp])
-        if rc != 0:
-            sys.exit(f"gen_models.py: {script} failed (exit status {rc})")
-
-    shutil.rmtree(out, ignore_errors=True)
-    os.rename(tmp, out)
+    case_output.publish(tmp, out, args.node, "gen_models.py")
     if args.stamp:
         with open(args.stamp, "w") as f:
             f.write("ok\n")

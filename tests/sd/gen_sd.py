@@ -23,14 +23,15 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
 import time
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS_DIR = os.path.join(HERE, "..", "tools")
+sys.path.insert(0, TOOLS_DIR)
 
+import case_output  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -540,14 +541,7 @@ def main():
               flush=True)
         del module
 
-    if args.node:
-        script = os.path.join(TOOLS_DIR, "ort_reference.js")
-        rc = subprocess.call([args.node, script, tmp])
-        if rc != 0:
-            sys.exit(f"gen_sd.py: {script} failed (exit status {rc})")
-
-    shutil.rmtree(out, ignore_errors=True)
-    os.rename(tmp, out)
+    case_output.publish(tmp, out, args.node, "gen_sd.py")
     if args.stamp:
         with open(args.stamp, "w") as f:
             f.write("ok\n")

@@ -18,7 +18,6 @@ import argparse
 import importlib
 import os
 import shutil
-import subprocess
 import sys
 import time
 import traceback
@@ -26,6 +25,8 @@ import traceback
 sys.dont_write_bytecode = True  # keep __pycache__ out of the source tree
 TOOLS_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, TOOLS_DIR)
+
+import case_output  # noqa: E402
 
 import opcase  # noqa: E402
 
@@ -116,14 +117,7 @@ def main():
                 n_errors += 1
     gen_time = time.time() - start
 
-    if args.node:
-        script = os.path.join(TOOLS_DIR, "ort_reference.js")
-        rc = subprocess.call([args.node, script, tmp])
-        if rc != 0:
-            sys.exit(f"gen_op_cases.py: {script} failed (exit status {rc})")
-
-    shutil.rmtree(out, ignore_errors=True)
-    os.rename(tmp, out)
+    case_output.publish(tmp, out, args.node, "gen_op_cases.py")
     print(f"gen_op_cases.py: {n_cases} cases in {len(families)} families, {n_errors} generation errors, "
           f"{gen_time:.1f}s to generate, {time.time() - start:.1f}s in all")
     if args.stamp:
