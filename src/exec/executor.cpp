@@ -29,7 +29,7 @@ struct RunScope {
 std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vector<Tensor> &inputs,
                             WeightsProvider &provider, const Allocator &alloc, pthreadpool_t pool,
                             const ProgressFn &progress, RunStats &stats,
-                            std::vector<std::shared_ptr<void>> *node_state) {
+                            std::vector<std::shared_ptr<void>> *node_state, const RunOptions &options) {
     using Clock = std::chrono::steady_clock;
     auto us_since = [](Clock::time_point t) {
         return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count());
@@ -69,7 +69,8 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
         }
         const auto &out_infos = plan.node_outputs[static_cast<size_t>(node.index)];
         std::shared_ptr<void> *state = node_state ? &node_state->at(static_cast<size_t>(node.index)) : nullptr;
-        RunContext ctx(node.view(), std::move(in_ptrs), out_infos, alloc, pool, std::move(is_weight), state);
+        RunContext ctx(node.view(), std::move(in_ptrs), out_infos, alloc, pool, std::move(is_weight), state,
+                       &options);
         node.def->run(ctx);
         weights.clear();
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graph/planner.h"
+#include "ops/op.h"
 #include "weights/provider.h"
 
 namespace onnxstream {
@@ -32,6 +33,7 @@ using ProgressFn = std::function<bool(const OpProgress &)>;
 std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vector<Tensor> &inputs,
                             WeightsProvider &provider, const Allocator &alloc, pthreadpool_t pool,
                             const ProgressFn &progress, RunStats &stats,
-                            std::vector<std::shared_ptr<void>> *node_state = nullptr);
+                            std::vector<std::shared_ptr<void>> *node_state = nullptr,
+                            const RunOptions &options = RunOptions());
 
 } // namespace onnxstream

@@ -150,7 +150,7 @@ void Model::run(const ProgressFn &progress) {
     LastRun stats;
     if (keep_prepared_) node_state_.resize(graph_->nodes().size());
     outputs_ = execute(*graph_, plan, inputs_, *provider_, alloc_, pool_.get(), progress, stats.exec,
-                       keep_prepared_ ? &node_state_ : nullptr);
+                       keep_prepared_ ? &node_state_ : nullptr, options_.run);
     stats.bytes_read = provider_->bytes_read() - bytes0;
     stats.read_us = provider_->read_us() - us0;
     last_run_ = stats;

@@ -21,6 +21,7 @@ struct ModelOptions {
     size_t threads = 0;
     onnxstream_provider_kind_t provider = ONNXSTREAM_PROVIDER_PREFETCH;
     uint64_t prefetch_bytes = 64ull << 20;
+    RunOptions run; // memory/speed choices handed to ops
 };
 
 using LogFn = std::function<void(onnxstream_log_level_t, const std::string &)>;

@@ -62,13 +62,32 @@ private:
     ConstantFn constant_;
 };
 
+// How attention (ScaledDotProductAttention) computes softmax(Q Kᵀ·scale + mask) V.
+enum class AttentionAlgo {
+    Auto,   // the fastest one whose working set fits RunOptions::attention_block_bytes
+    Full,   // one (S x T) score matrix per batch-head: fastest for short sequences, most memory
+    Sliced, // OnnxStream-style: Q split into attention_slices row parts, one (S/parts x T) block at a time
+    Flash,  // online softmax over key blocks: never more than a (rows x key block) tile per thread
+};
+
+// Run-time choices that trade memory for speed (set from the model's memory mode; ops read them).
+struct RunOptions {
+    AttentionAlgo attention = AttentionAlgo::Auto;
+    int attention_slices = 0;          // Sliced: number of Q parts (0: derived from attention_block_bytes)
+    size_t attention_block_bytes = 0;  // budget for score blocks of one attention op (0: no limit)
+    // Conv/MatMul/Gemm weights bigger than this are streamed in output-channel chunks of at most this
+    // many bytes (0: never chunk).
+    size_t weight_chunk_bytes = 0;
+};
+
 class RunContext {
 public:
     RunContext(NodeView node, std::vector<const Tensor *> inputs, const std::vector<TensorInfo> &out_infos,
                const Allocator &alloc, pthreadpool_t pool, std::vector<bool> weight_inputs = {},
-               std::shared_ptr<void> *state = nullptr)
+               std::shared_ptr<void> *state = nullptr, const RunOptions *options = nullptr)
         : node(node), inputs_(std::move(inputs)), out_infos_(out_infos), outputs_(out_infos.size()),
-          alloc_(alloc), pool_(pool), weight_inputs_(std::move(weight_inputs)), state_(state) {}
+          alloc_(alloc), pool_(pool), weight_inputs_(std::move(weight_inputs)), state_(state),
+          options_(options ? options : &default_options()) {}
 
     NodeView node;
     const Attributes &attrs() const { return node.attrs; }
@@ -82,6 +101,8 @@ public:
     // nullptr when the model does not keep prepared kernels. An op that uses it must check that what it
     // stored still matches (shapes, and weight identity via storage pointers of weight inputs only).
     std::shared_ptr<void> *state() const { return state_; }
+    // The model's memory/speed choices for this run.
+    const RunOptions &options() const { return *options_; }
 
     size_t output_count() const { return out_infos_.size(); }
     const TensorInfo &output_info(size_t i) const { return out_infos_.at(i); }
@@ -111,6 +132,11 @@ private:
     pthreadpool_t pool_;
     std::vector<bool> weight_inputs_;
     std::shared_ptr<void> *state_;
+    const RunOptions *options_;
+    static const RunOptions &default_options() {
+        static const RunOptions defaults;
+        return defaults;
+    }
 };
 
 using InferFn = std::vector<TensorInfo> (*)(const InferContext &);

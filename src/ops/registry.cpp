@@ -19,6 +19,7 @@ const Registry &Registry::builtin() {
         register_shape_ops(r);
         register_reduce_ops(r);
         register_resize_pool_ops(r);
+        register_attention_ops(r);
         return r;
     }();
     return registry;
