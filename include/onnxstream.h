@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 #define ONNXSTREAM_VERSION_MAJOR 0
-#define ONNXSTREAM_VERSION_MINOR 1
+#define ONNXSTREAM_VERSION_MINOR 2
 #define ONNXSTREAM_VERSION_PATCH 0
 #define ONNXSTREAM_VERSION \
     (ONNXSTREAM_VERSION_MAJOR * 10000 + ONNXSTREAM_VERSION_MINOR * 100 + ONNXSTREAM_VERSION_PATCH)
@@ -73,12 +73,38 @@ typedef enum onnxstream_dtype {
 
 /** Built-in weights providers. */
 typedef enum onnxstream_provider_kind {
+    ONNXSTREAM_PROVIDER_AUTO = -1,    /**< chosen by the memory mode: min nocache, balanced prefetch,
+                                           max-speed ram (default) */
     ONNXSTREAM_PROVIDER_NOCACHE = 0,  /**< read each weight file when its op runs, free it after */
-    ONNXSTREAM_PROVIDER_PREFETCH = 1, /**< like nocache, but a background thread reads ahead (default) */
+    ONNXSTREAM_PROVIDER_PREFETCH = 1, /**< like nocache, but a background thread reads ahead */
     ONNXSTREAM_PROVIDER_MMAP = 2,     /**< map weight files; pages are file-backed and shared */
     ONNXSTREAM_PROVIDER_RAM = 3       /**< read once, keep every weight and prepared kernel (packed
                                            XNNPACK weights) in memory for later runs: fastest repeats */
 } onnxstream_provider_kind_t;
+
+/**
+ * Memory modes: one setting for how much memory a run may use to go faster. The README's table gives
+ * measured figures for each.
+ */
+typedef enum onnxstream_memory_mode {
+    /** Default. Weights stream with read-ahead; weights over 32 MiB are read in output-channel chunks;
+        attention is the fastest kind whose score blocks fit 64 MiB. */
+    ONNXSTREAM_MEMORY_BALANCED = 0,
+    /** Smallest working set (a 512 MB board): no read-ahead, weights over 4 MiB in chunks, attention over
+        key blocks (FlashAttention-style) with score tiles of at most 1 MiB. */
+    ONNXSTREAM_MEMORY_MIN = 1,
+    /** Keep every weight and prepared kernel in RAM between runs (like OnnxStream's ops cache); no
+        chunking; attention without a memory bound. */
+    ONNXSTREAM_MEMORY_MAX_SPEED = 2
+} onnxstream_memory_mode_t;
+
+/** How attention (the ScaledDotProductAttention op onnxstream-convert writes) is computed. */
+typedef enum onnxstream_attention {
+    ONNXSTREAM_ATTENTION_AUTO = 0,   /**< the fastest kind that fits the memory mode's budget (default) */
+    ONNXSTREAM_ATTENTION_FULL = 1,   /**< whole score matrix per head */
+    ONNXSTREAM_ATTENTION_SLICED = 2, /**< OnnxStream's attention slicing: Q split into row parts */
+    ONNXSTREAM_ATTENTION_FLASH = 3   /**< online softmax over key blocks, bounded score tiles */
+} onnxstream_attention_t;
 
 typedef struct onnxstream_model onnxstream_model_t;
 
@@ -112,7 +138,19 @@ typedef struct onnxstream_model_options {
     int32_t threads;      /**< worker threads; 0 = one per core (default) */
     int32_t provider;     /**< an onnxstream_provider_kind_t; default ONNXSTREAM_PROVIDER_PREFETCH */
     uint32_t flags;       /**< ONNXSTREAM_FLAG_* bits; default 0 */
-    uint64_t prefetch_bytes; /**< read-ahead budget of the prefetch provider; 0 = default (64 MiB) */
+    uint64_t prefetch_bytes; /**< read-ahead budget of the prefetch provider; 0 = from the memory mode
+                                  (balanced 64 MiB, min 16 MiB) */
+    /* Since 0.2: */
+    int32_t memory_mode;     /**< an onnxstream_memory_mode_t; default ONNXSTREAM_MEMORY_BALANCED */
+    int32_t attention;       /**< an onnxstream_attention_t; default ONNXSTREAM_ATTENTION_AUTO */
+    int32_t attention_slices; /**< SLICED: number of Q parts; 0 = from the memory mode's budget */
+    int32_t reserved0;       /**< must be 0 */
+    uint64_t weight_chunk_bytes; /**< stream weights bigger than this in chunks of at most this size;
+                                      0 = from the memory mode; UINT64_MAX = never */
+    /** Persistent cache of prepared weights (a file path, NUL-terminated, copied): built on the first run,
+        memory-mapped and shared by later runs and processes; rebuilt when the model or engine changes.
+        NULL = no cache. */
+    const char *cache_path;
 } onnxstream_model_options_t;
 
 /** Fill *options with defaults and struct_size. Safe to call with NULL (does nothing). */

@@ -17,19 +17,47 @@ import (
 type BuiltinProvider int
 
 const (
-	ProviderDefault  BuiltinProvider = iota // the library default (ProviderPrefetch)
+	ProviderDefault  BuiltinProvider = iota // chosen by the memory mode (min: NoCache, balanced: Prefetch, max-speed: RAM)
 	ProviderNoCache                         // read each weight file when its op runs, free it after
 	ProviderPrefetch                        // like NoCache, with a background thread reading ahead
 	ProviderMmap                            // map weight files; pages are file-backed and shared
 	ProviderRAM                             // read once, keep every weight in memory for later runs
 )
 
+// MemoryMode trades memory for speed (see the library README for measured figures).
+type MemoryMode int
+
+const (
+	MemoryBalanced MemoryMode = iota // default: streamed weights with read-ahead, bounded chunks and attention
+	MemoryMin                        // smallest working set: no read-ahead, small weight chunks, flash attention
+	MemoryMaxSpeed                   // keep prepared weights in RAM between runs
+)
+
+// Attention selects how attention ops are computed.
+type Attention int
+
+const (
+	AttentionAuto   Attention = iota // the fastest kind within the memory mode's budget
+	AttentionFull                    // whole score matrix per head
+	AttentionSliced                  // OnnxStream's attention slicing (Q in row parts)
+	AttentionFlash                   // online softmax over key blocks
+)
+
 // Options configure NewModel. The zero value means the library's defaults.
 type Options struct {
-	Threads       int             // worker threads; 0 = one per core
-	Provider      BuiltinProvider // built-in weights source
-	PrefetchBytes uint64          // read-ahead budget of the prefetch provider; 0 = default (64 MiB)
+	Threads         int             // worker threads; 0 = one per core
+	Provider        BuiltinProvider // built-in weights source
+	PrefetchBytes   uint64          // read-ahead budget of the prefetch provider; 0 = from the memory mode
+	Memory          MemoryMode      // memory/speed trade-off
+	Attention       Attention       // attention algorithm
+	AttentionSlices int             // AttentionSliced: number of Q parts; 0 = from the memory mode
+	// Weights bigger than this are streamed in chunks; 0 = from the memory mode, NoChunking = never.
+	WeightChunkBytes uint64
+	CachePath        string // persistent prepared-weights cache file; "" = none
 }
+
+// NoChunking as Options.WeightChunkBytes never splits weights.
+const NoChunking = ^uint64(0)
 
 // Progress reports a finished op during Run.
 type Progress struct {
@@ -106,9 +134,21 @@ func NewModel(opts Options) (*Model, error) {
 	case ProviderRAM:
 		o.provider = C.ONNXSTREAM_PROVIDER_RAM
 	default:
-		o.provider = -1
+		o.provider = 99 // rejected by the library with a message naming the value
 	}
 	o.prefetch_bytes = C.uint64_t(opts.PrefetchBytes)
+	o.memory_mode = C.int32_t(opts.Memory)
+	o.attention = C.int32_t(opts.Attention)
+	o.attention_slices = C.int32_t(opts.AttentionSlices)
+	if opts.AttentionSlices < 0 || opts.AttentionSlices > 1<<30 {
+		o.attention_slices = -1 // rejected by the library with the valid range
+	}
+	o.weight_chunk_bytes = C.uint64_t(opts.WeightChunkBytes)
+	if opts.CachePath != "" {
+		cpath := C.CString(opts.CachePath)
+		defer C.free(unsafe.Pointer(cpath))
+		o.cache_path = cpath
+	}
 	// The failure message is thread-local in C: stay on this thread until it is read.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "capi/guard.h"
+#include "exec/memory_mode.h"
 #include "onnxstream.h"
 #include "weights/callback.h"
 
@@ -71,9 +72,14 @@ void onnxstream_model_options_init(onnxstream_model_options_t *options) {
     std::memset(options, 0, sizeof(*options));
     options->struct_size = sizeof(*options);
     options->threads = 0;
-    options->provider = ONNXSTREAM_PROVIDER_PREFETCH;
+    options->provider = ONNXSTREAM_PROVIDER_AUTO;
     options->flags = 0;
     options->prefetch_bytes = 0;
+    options->memory_mode = ONNXSTREAM_MEMORY_BALANCED;
+    options->attention = ONNXSTREAM_ATTENTION_AUTO;
+    options->attention_slices = 0;
+    options->weight_chunk_bytes = 0;
+    options->cache_path = nullptr;
 }
 
 onnxstream_status_t onnxstream_model_create(const onnxstream_model_options_t *options, onnxstream_model_t **out) {
@@ -91,13 +97,26 @@ onnxstream_status_t onnxstream_model_create(const onnxstream_model_options_t *op
         }
         REQUIRE_ARG(o.threads >= 0 && o.threads <= 1024, "onnxstream_model_create: threads is ", o.threads,
                     " (expected 0..1024, 0 = one per core)");
-        REQUIRE_ARG(o.provider >= ONNXSTREAM_PROVIDER_NOCACHE && o.provider <= ONNXSTREAM_PROVIDER_RAM,
+        REQUIRE_ARG(o.provider >= ONNXSTREAM_PROVIDER_AUTO && o.provider <= ONNXSTREAM_PROVIDER_RAM,
                     "onnxstream_model_create: unknown provider kind ", o.provider);
         REQUIRE_ARG(o.flags == 0, "onnxstream_model_create: unknown flags 0x", std::hex, o.flags);
+        REQUIRE_ARG(o.memory_mode >= ONNXSTREAM_MEMORY_BALANCED && o.memory_mode <= ONNXSTREAM_MEMORY_MAX_SPEED,
+                    "onnxstream_model_create: unknown memory mode ", o.memory_mode, " (expected 0 balanced, 1 min, 2 max-speed)");
+        REQUIRE_ARG(o.attention >= ONNXSTREAM_ATTENTION_AUTO && o.attention <= ONNXSTREAM_ATTENTION_FLASH,
+                    "onnxstream_model_create: unknown attention kind ", o.attention, " (expected 0..3)");
+        REQUIRE_ARG(o.attention_slices >= 0 && o.attention_slices <= 65536, "onnxstream_model_create: attention_slices is ",
+                    o.attention_slices, " (expected 0..65536)");
+        REQUIRE_ARG(o.reserved0 == 0, "onnxstream_model_create: reserved0 must be 0");
+        MemorySettings ms = memory_settings(
+            static_cast<onnxstream_memory_mode_t>(o.memory_mode), static_cast<onnxstream_provider_kind_t>(o.provider),
+            o.prefetch_bytes, static_cast<onnxstream_attention_t>(o.attention), o.attention_slices,
+            o.weight_chunk_bytes);
         ModelOptions mo;
         mo.threads = static_cast<size_t>(o.threads);
-        mo.provider = static_cast<onnxstream_provider_kind_t>(o.provider);
-        if (o.prefetch_bytes) mo.prefetch_bytes = o.prefetch_bytes;
+        mo.provider = ms.provider;
+        mo.prefetch_bytes = ms.prefetch_bytes;
+        mo.run = ms.run;
+        if (o.cache_path) mo.cache_path = o.cache_path;
         *out = new onnxstream_model(mo);
     });
 }

@@ -16,6 +16,31 @@ Tensor padded_copy(const Tensor &t, const Allocator &alloc) {
     return copy;
 }
 
+// A weight the op reads in row chunks straight from the provider.
+class ProviderRows : public StreamedWeight {
+public:
+    ProviderRows(WeightsProvider &p, const WeightSpec &spec, const Allocator &alloc)
+        : provider_(p), spec_(spec), alloc_(alloc) {}
+    Tensor read_rows(int64_t begin, int64_t end) const override {
+        return provider_.fetch_rows(spec_, begin, end, alloc_);
+    }
+
+private:
+    WeightsProvider &provider_;
+    const WeightSpec &spec_;
+    const Allocator &alloc_;
+};
+
+// Only float (or 8-bit quantized) weights of rank >= 2 over the chunk budget stream.
+bool streams(const Node &node, size_t input, const RunOptions &options) {
+    if (options.weight_chunk_bytes == 0 || node.def->streamable_weight_input != static_cast<int>(input)) return false;
+    const NodeInput &in = node.inputs[input];
+    if (in.kind != NodeInput::Weight || in.weight.shape.size() < 2 || in.weight.shape[0] < 2) return false;
+    const DType d = in.weight.dtype;
+    const bool floating = d == DType::F32 || d == DType::F16 || ((d == DType::U8 || d == DType::I8) && in.weight.quant.present);
+    return floating && in.weight.byte_size() > options.weight_chunk_bytes;
+}
+
 // Ends the provider's run however execute() exits.
 struct RunScope {
     WeightsProvider &provider;
@@ -39,21 +64,40 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
     std::vector<Tensor> live(graph.values().size());
     for (size_t i = 0; i < graph.inputs().size(); ++i) live[static_cast<size_t>(graph.inputs()[i])] = inputs.at(i);
 
-    RunScope scope(provider, plan.fetch_order, alloc);
     const auto &nodes = graph.nodes();
+    // Streamed weights are read by their ops in chunks, never fetched whole: keep them out of read-ahead.
+    std::vector<WeightSpec> fetch_order;
+    fetch_order.reserve(plan.fetch_order.size());
+    for (const Node &node : nodes)
+        for (size_t k = 0; k < node.inputs.size(); ++k)
+            if (node.inputs[k].kind == NodeInput::Weight && !streams(node, k, options))
+                fetch_order.push_back(node.inputs[k].weight);
+    RunScope scope(provider, fetch_order, alloc);
     for (const Node &node : nodes) {
         auto start = Clock::now();
         std::vector<Tensor> weights; // alive for the duration of this op only
         std::vector<const Tensor *> in_ptrs;
         std::vector<bool> is_weight;
+        std::vector<std::unique_ptr<ProviderRows>> streamed(node.inputs.size());
         weights.reserve(node.inputs.size());
-        for (const NodeInput &in : node.inputs) {
+        for (size_t k = 0; k < node.inputs.size(); ++k) {
+            const NodeInput &in = node.inputs[k];
             if (in.kind == NodeInput::Value) {
                 const Tensor &t = live[static_cast<size_t>(in.value)];
                 if (t.empty())
                     fail(ONNXSTREAM_ERR_INTERNAL, node.where, ": input '", graph.values()[static_cast<size_t>(in.value)].name,
                          "' is not available");
                 in_ptrs.push_back(&t);
+            } else if (in.kind == NodeInput::Weight && streams(node, k, options)) {
+                // Shape and layout only: the op reads the rows it needs through RunContext.
+                Tensor info(in.weight.dtype, in.weight.shape, nullptr);
+                info.set_quant(in.weight.quant);
+                info.set_layout(in.weight.wanted);
+                weights.push_back(std::move(info));
+                in_ptrs.push_back(&weights.back());
+                is_weight.resize(in_ptrs.size(), false);
+                is_weight.back() = true;
+                streamed[k] = std::make_unique<ProviderRows>(provider, in.weight, alloc);
             } else if (in.kind == NodeInput::Weight) {
                 auto fetch_start = Clock::now();
                 Tensor w = provider.fetch(in.weight, alloc);
@@ -71,6 +115,8 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
         std::shared_ptr<void> *state = node_state ? &node_state->at(static_cast<size_t>(node.index)) : nullptr;
         RunContext ctx(node.view(), std::move(in_ptrs), out_infos, alloc, pool, std::move(is_weight), state,
                        &options);
+        for (size_t k = 0; k < streamed.size(); ++k)
+            if (streamed[k]) ctx.set_streamed(k, streamed[k].get());
         node.def->run(ctx);
         weights.clear();
 

@@ -22,6 +22,7 @@ struct ModelOptions {
     onnxstream_provider_kind_t provider = ONNXSTREAM_PROVIDER_PREFETCH;
     uint64_t prefetch_bytes = 64ull << 20;
     RunOptions run; // memory/speed choices handed to ops
+    std::string cache_path; // persistent prepared-weights cache ("" = none)
 };
 
 using LogFn = std::function<void(onnxstream_log_level_t, const std::string &)>;

@@ -208,7 +208,9 @@ std::vector<TensorInfo> conv_output_info(const InferContext &ctx, const ConvGeom
 std::vector<TensorInfo> conv_infer(const InferContext &ctx) {
     ctx.require_inputs(2, 3);
     ctx.require_dtype(0, {DType::F32, DType::F16});
-    ctx.require_dtype(1, {DType::F32, DType::F16});
+    if (!is_float_weight_dtype(ctx.input(1).dtype, ctx.input(1).quant.present))
+        ctx.error("weight has dtype ", dtype_name(ctx.input(1).dtype),
+                  ", expected float32, float16, or uint8/int8 with quantization parameters");
     const TensorInfo &x = ctx.input(0), &w = ctx.input(1);
     return conv_output_info(ctx, conv_geometry(ctx.attrs(), ctx.node.where, x.shape, w.shape));
 }
@@ -226,18 +228,8 @@ void conv_run(RunContext &ctx) {
     const size_t group_in = c / static_cast<size_t>(g.group);
     const size_t ksize = static_cast<size_t>(shape_numel(g.kernel));
 
-    // Kernel in OHWI float32. OnnxStream's "_nhwc.bin" weights arrive that way; run-time weights and
-    // 1-D kernels (OIW) are Plain and get transposed per output channel ([I][K] -> [K][I]).
-    Tensor w_f32_holder, w_ohwi_holder;
-    const float *kernel = as_f32(ctx, w, w_f32_holder);
-    if (w.layout() != Layout::OHWI && group_in > 1 && ksize > 1) {
-        w_ohwi_holder = ctx.scratch(DType::F32, w.shape());
-        transpose_batched(kernel, w_ohwi_holder.data<float>(), m, group_in, ksize, ctx.pool());
-        kernel = w_ohwi_holder.data<float>();
-    }
     Tensor b_holder;
     const float *bias = ctx.has_input(2) ? as_f32(ctx, ctx.input(2), b_holder) : nullptr;
-
     Tensor in_holder, out_holder;
     const float *in = input_nhwc(ctx, x, n, c, in_h * in_w, in_holder);
     float *out = output_nhwc(ctx, y, m, out_hw, out_holder);
@@ -263,7 +255,36 @@ void conv_run(RunContext &ctx) {
     s.groups = u32(g.group);
     s.group_in = group_in;
     s.group_out = m / static_cast<size_t>(g.group);
-    conv_operator(ctx, s, w, kernel, bias)->run(n, in_h, in_w, in, out, ctx.pool());
+    // Kernel rows (output channels) in OHWI float32. OnnxStream's "_nhwc.bin" weights arrive that way;
+    // run-time weights and 1-D kernels (OIW) are Plain and get transposed per output channel.
+    auto kernel_f32 = [&](const Tensor &rows, int64_t first_row, Tensor &f32_holder, Tensor &ohwi_holder) {
+        const float *kernel = weight_f32(ctx, rows, first_row, f32_holder);
+        if (rows.layout() != Layout::OHWI && group_in > 1 && ksize > 1) {
+            ohwi_holder = ctx.scratch(DType::F32, rows.shape());
+            transpose_batched(kernel, ohwi_holder.data<float>(), static_cast<size_t>(rows.dim(0)), group_in, ksize,
+                              ctx.pool());
+            kernel = ohwi_holder.data<float>();
+        }
+        return kernel;
+    };
+    if (!ctx.is_streamed(1)) {
+        Tensor f32_holder, ohwi_holder;
+        const float *kernel = kernel_f32(w, 0, f32_holder, ohwi_holder);
+        conv_operator(ctx, s, w, kernel, bias)->run(n, in_h, in_w, in, out, ctx.pool());
+    } else {
+        // A weight too big to hold whole: output-channel chunks, each a convolution writing its slice of
+        // every output pixel. Grouped convolutions read their weight in one piece (they are small).
+        const int64_t rows = g.group == 1 ? ctx.weight_chunk_rows(1) : static_cast<int64_t>(m);
+        for (int64_t o0 = 0; o0 < static_cast<int64_t>(m); o0 += rows) {
+            const int64_t o1 = std::min<int64_t>(static_cast<int64_t>(m), o0 + rows);
+            Tensor chunk = ctx.read_weight_rows(1, o0, o1), f32_holder, ohwi_holder;
+            const float *kernel = kernel_f32(chunk, o0, f32_holder, ohwi_holder);
+            xnn::Conv2dShape part = s;
+            part.group_out = static_cast<size_t>(o1 - o0) / static_cast<size_t>(g.group);
+            part.output_pixel_stride = m;
+            xnn::conv2d_nhwc_f32(part, in, kernel, bias ? bias + o0 : nullptr, out + o0, ctx.pool());
+        }
+    }
     finish_output(ctx, y, n, m, out_hw, out_holder);
 }
 
@@ -434,7 +455,8 @@ void deconv_run(RunContext &ctx) {
 } // namespace
 
 void register_conv_ops(Registry &r) {
-    r.add("Conv", {conv_infer, conv_run, /*ohwi_weight_input=*/1, /*reads_weights_exactly=*/true});
+    r.add("Conv", {conv_infer, conv_run, /*ohwi_weight_input=*/1, /*reads_weights_exactly=*/true,
+                   /*streamable_weight_input=*/1});
     r.add("ConvTranspose", {deconv_infer, deconv_run, -1, /*reads_weights_exactly=*/true});
 }
 

@@ -1,4 +1,5 @@
 #include "ops/layout.h"
+#include "ops/quant_kernels.h"
 
 #include <algorithm>
 #include <cstring>
@@ -124,6 +125,21 @@ const float *as_f32(const RunContext &ctx, const Tensor &t, Tensor &holder) {
     parallel_for(ctx.pool(), static_cast<size_t>(t.numel()), 1 << 16,
                  [&](size_t b, size_t e) { half_to_float_n(src + b, dst + b, e - b); });
     return dst;
+}
+
+const float *weight_f32(const RunContext &ctx, const Tensor &rows, int64_t first_row, Tensor &holder) {
+    if (rows.dtype() == DType::U8 || rows.dtype() == DType::I8) {
+        if (!is_quantized_weight(rows))
+            ctx.error(ONNXSTREAM_ERR_INVALID_MODEL, "an 8-bit weight needs quantization parameters");
+        holder = ctx.scratch(DType::F32, rows.shape());
+        dequantize_rows_f32(rows, first_row, holder.data<float>(), ctx.pool());
+        return holder.data<float>();
+    }
+    return as_f32(ctx, rows, holder);
+}
+
+bool is_float_weight_dtype(DType dtype, bool quantized) {
+    return dtype == DType::F32 || dtype == DType::F16 || ((dtype == DType::U8 || dtype == DType::I8) && quantized);
 }
 
 float *out_f32(const RunContext &ctx, Tensor &y, Tensor &holder) {

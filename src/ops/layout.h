@@ -23,6 +23,11 @@ inline void nhwc_to_nchw(const float *src, float *dst, size_t n, size_t c, size_
 
 // The float32 data of a float tensor: its own data, or a float32 copy of a float16 tensor kept in holder.
 const float *as_f32(const RunContext &ctx, const Tensor &t, Tensor &holder);
+// The float32 values of weight rows (a whole weight, or a chunk that starts at row first_row): float32 as is,
+// float16 widened, 8-bit quantized weights dequantized; conversions go to holder.
+const float *weight_f32(const RunContext &ctx, const Tensor &rows, int64_t first_row, Tensor &holder);
+// Weight dtypes weight_f32 accepts (for infer checks).
+bool is_float_weight_dtype(DType dtype, bool quantized);
 // Where a float32 kernel writes output y: y's data when it is float32, else float32 scratch in holder
 // that store_f32_output() converts into y.
 float *out_f32(const RunContext &ctx, Tensor &y, Tensor &holder);

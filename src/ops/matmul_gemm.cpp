@@ -9,6 +9,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "ops/layout.h"
 #include "ops/registry.h"
 #include "tensor/half.h"
 #include "xnnpack/matmul.h"
@@ -182,6 +183,42 @@ void matmul_int(const T *a, const Shape &a_batch, const T *b, const Shape &b_bat
     });
 }
 
+// y[m, n] = x[m, k] · W (+ bias) with W the 2-D weight input `wi`: [K, N] when weight_kn, else [N, K]; any
+// weight dtype weight_f32 takes. A weight the executor streams is read in row chunks: [K, N] in slices of
+// K whose partial products are summed, [N, K] in slices of N that each fill their columns of y. x rows are
+// k floats apart and readable 16 bytes past the end.
+void fc_weight(const RunContext &ctx, size_t wi, const float *x, size_t m, size_t k, size_t n, bool weight_kn,
+               const float *bias, float *y) {
+    if (!ctx.is_streamed(wi)) {
+        Tensor holder;
+        const float *w = weight_f32(ctx, ctx.input(wi), 0, holder);
+        xnn::FullyConnectedF32(k, n, w, weight_kn, bias, k, n).run(m, x, y, ctx.pool());
+        return;
+    }
+    const int64_t total = ctx.input(wi).dim(0), step = ctx.weight_chunk_rows(wi);
+    Tensor partial;
+    for (int64_t r0 = 0; r0 < total; r0 += step) {
+        const int64_t r1 = std::min(total, r0 + step);
+        const size_t rows = static_cast<size_t>(r1 - r0);
+        Tensor chunk = ctx.read_weight_rows(wi, r0, r1), holder;
+        const float *w = weight_f32(ctx, chunk, r0, holder);
+        if (!weight_kn) {
+            xnn::FullyConnectedF32(k, rows, w, false, bias ? bias + r0 : nullptr, k, n).run(m, x, y + r0, ctx.pool());
+            continue;
+        }
+        if (r0 == 0) {
+            xnn::FullyConnectedF32(rows, n, w, true, bias, k, n).run(m, x, y, ctx.pool());
+            continue;
+        }
+        if (partial.empty()) partial = ctx.scratch(DType::F32, {static_cast<int64_t>(m), static_cast<int64_t>(n)});
+        float *p = partial.data<float>();
+        xnn::FullyConnectedF32(rows, n, w, true, nullptr, k, n).run(m, x + r0, p, ctx.pool());
+        parallel_for(ctx.pool(), m * n, 1 << 15, [&](size_t b, size_t e) {
+            for (size_t i = b; i < e; ++i) y[i] += p[i];
+        });
+    }
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // MatMul
 
@@ -189,6 +226,11 @@ void matmul_int(const T *a, const Shape &a_batch, const T *b, const Shape &b_bat
 // arithmetic; onnxstream-convert --fp16) is widened to float32 when the op runs, so the weight streams
 // at half size and the result keeps float32 precision.
 bool widened_weight(DType activation, DType weight) { return activation == DType::F32 && weight == DType::F16; }
+// ... and likewise an 8-bit quantized weight (W8A32), dequantized when the op runs.
+bool widened_weight(const TensorInfo &activation, const TensorInfo &weight) {
+    return widened_weight(activation.dtype, weight.dtype) ||
+           (activation.dtype == DType::F32 && is_float_weight_dtype(weight.dtype, weight.quant.present));
+}
 
 struct MatMulShapes {
     Shape a_batch, b_batch, y_batch, y;
@@ -221,9 +263,9 @@ std::vector<TensorInfo> infer_matmul(const InferContext &ctx) {
     ctx.require_inputs(2, 2);
     ctx.require_dtype(0, {DType::F32, DType::F16, DType::I64, DType::I32});
     const TensorInfo &a = ctx.input(0), &b = ctx.input(1);
-    if (a.dtype != b.dtype && !widened_weight(a.dtype, b.dtype))
+    if (a.dtype != b.dtype && !widened_weight(a, b))
         ctx.error("A is ", dtype_name(a.dtype), " but B is ", dtype_name(b.dtype),
-                  "; MatMul needs one dtype (or float32 A with a float16 B)");
+                  "; MatMul needs one dtype (or float32 A with a float16 or quantized 8-bit B)");
     return {TensorInfo{a.dtype, matmul_shapes(&ctx, a.shape, b.shape).y, {}}};
 }
 
@@ -231,6 +273,19 @@ void run_matmul(RunContext &ctx) {
     const Tensor &a = ctx.input(0), &b = ctx.input(1);
     MatMulShapes s = matmul_shapes(nullptr, a.shape(), b.shape());
     Tensor &y = ctx.alloc_output(0);
+    if (ctx.input_is_weight(1) && b.rank() == 2 && s.b_batch.empty() && (a.dtype() == DType::F32 || a.dtype() == DType::F16)) {
+        // A 2-D weight: one fully connected product over every row of A (streamed in chunks when big).
+        Tensor a_holder, y_holder;
+        const float *ap = a.dtype() == DType::F16 ? as_f32(ctx, a, a_holder) : readable_f32(ctx, a, a_holder);
+        float *yp = out_f32(ctx, y, y_holder);
+        const size_t rows = static_cast<size_t>(shape_numel(s.a_batch) * s.m);
+        if (y.numel() > 0 && s.k > 0)
+            fc_weight(ctx, 1, ap, rows, static_cast<size_t>(s.k), static_cast<size_t>(s.n), true, nullptr, yp);
+        else
+            std::fill(yp, yp + y.numel(), 0.0f);
+        if (!y_holder.empty()) store_f32_output(ctx, y, y_holder);
+        return;
+    }
     switch (a.dtype()) {
     case DType::F32: {
         Tensor holder;
@@ -277,7 +332,7 @@ std::vector<TensorInfo> infer_gemm(const InferContext &ctx) {
     ctx.require_dtype(0, {DType::F32, DType::F16});
     const TensorInfo &a = ctx.input(0), &b = ctx.input(1);
     for (size_t i = 1; i < 3; ++i)
-        if (ctx.has_input(i) && ctx.input(i).dtype != a.dtype && !widened_weight(a.dtype, ctx.input(i).dtype))
+        if (ctx.has_input(i) && ctx.input(i).dtype != a.dtype && !widened_weight(a, ctx.input(i)))
             ctx.error("input ", i, " is ", dtype_name(ctx.input(i).dtype), " but A is ", dtype_name(a.dtype),
                       " (B and C must match A, or be float16 beside a float32 A)");
     if (a.shape.size() != 2 || b.shape.size() != 2)
@@ -297,10 +352,10 @@ std::vector<TensorInfo> infer_gemm(const InferContext &ctx) {
 void run_gemm(RunContext &ctx) {
     const Tensor &a_in = ctx.input(0), &b_in = ctx.input(1);
     bool f16 = a_in.dtype() == DType::F16;
-    Tensor a = f16 ? to_f32(ctx, a_in) : a_in, b = b_in.dtype() == DType::F16 ? to_f32(ctx, b_in) : b_in;
+    Tensor a = f16 ? to_f32(ctx, a_in) : a_in;
     bool ta = ctx.attrs().get_int("transA", 0) != 0, tb = ctx.attrs().get_int("transB", 0) != 0;
     float alpha = ctx.attrs().get_float("alpha", 1.0f), beta = ctx.attrs().get_float("beta", 1.0f);
-    int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1), n = tb ? b.dim(0) : b.dim(1);
+    int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1), n = tb ? b_in.dim(0) : b_in.dim(1);
 
     Tensor c;
     int64_t c_rs = 0, c_cs = 0;
@@ -338,10 +393,8 @@ void run_gemm(RunContext &ctx) {
                 for (float &v : bias) v *= beta;
                 c = Tensor();
             }
-            xnn::FullyConnectedF32 fc(static_cast<size_t>(k), static_cast<size_t>(n), b.data<float>(), !tb,
-                                      bias.empty() ? nullptr : bias.data(), static_cast<size_t>(k),
-                                      static_cast<size_t>(n));
-            fc.run(static_cast<size_t>(m), ap, y, ctx.pool());
+            fc_weight(ctx, 1, ap, static_cast<size_t>(m), static_cast<size_t>(k), static_cast<size_t>(n), !tb,
+                          bias.empty() ? nullptr : bias.data(), y);
         }
         if (alpha != 1.0f || !c.empty()) {
             const float *cp = c.empty() ? nullptr : c.data<float>();
@@ -789,8 +842,8 @@ void run_einsum(RunContext &ctx) {
 void register_matmul_gemm_ops(Registry &r) {
     // Weights reach XNNPACK only as packed FC weights or through readable_f32/arrange copies, which give
     // them the read-past-the-end slack XNNPACK inputs need.
-    r.add("MatMul", {infer_matmul, run_matmul, -1, true});
-    r.add("Gemm", {infer_gemm, run_gemm, -1, true});
+    r.add("MatMul", {infer_matmul, run_matmul, -1, true, /*streamable_weight_input=*/1});
+    r.add("Gemm", {infer_gemm, run_gemm, -1, true, /*streamable_weight_input=*/1});
     r.add("Einsum", {infer_einsum, run_einsum, -1, true});
 }
 

@@ -1,5 +1,6 @@
 #include "ops/op.h"
 
+#include <algorithm>
 #include <exception>
 #include <mutex>
 
@@ -72,6 +73,20 @@ void parallel_for(pthreadpool_t pool, size_t n, size_t tile, const std::function
     ctx.fn = &fn;
     pthreadpool_parallelize_1d_tile_1d(pool, for_tile, &ctx, n, tile, 0);
     if (ctx.error) std::rethrow_exception(ctx.error);
+}
+
+} // namespace onnxstream
+
+namespace onnxstream {
+
+int64_t RunContext::weight_chunk_rows(size_t i, bool float_bytes) const {
+    const Tensor &w = input(i);
+    const int64_t rows = w.rank() ? w.dim(0) : 1;
+    if (!is_streamed(i) || rows <= 1) return std::max<int64_t>(rows, 1);
+    const size_t elem = float_bytes ? sizeof(float) : dtype_size(w.dtype());
+    const size_t row_bytes = static_cast<size_t>(w.numel() / rows) * elem;
+    const size_t budget = std::max<size_t>(options().weight_chunk_bytes, 1);
+    return std::clamp<int64_t>(static_cast<int64_t>(budget / std::max<size_t>(row_bytes, 1)), 1, rows);
 }
 
 } // namespace onnxstream

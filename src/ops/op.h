@@ -80,6 +80,16 @@ struct RunOptions {
     size_t weight_chunk_bytes = 0;
 };
 
+// A weight input that the executor streams in row chunks (rows = dim 0, e.g. a Conv's output channels)
+// instead of fetching it whole, because it is bigger than RunOptions::weight_chunk_bytes.
+class StreamedWeight {
+public:
+    virtual ~StreamedWeight() = default;
+    // Rows [begin, end) as a tensor of shape (end - begin, dims 1..), in the layout the op asked for, with
+    // the weight's quantization parameters (per-row parameters stay indexed by the whole weight's rows).
+    virtual Tensor read_rows(int64_t begin, int64_t end) const = 0;
+};
+
 class RunContext {
 public:
     RunContext(NodeView node, std::vector<const Tensor *> inputs, const std::vector<TensorInfo> &out_infos,
@@ -103,6 +113,18 @@ public:
     std::shared_ptr<void> *state() const { return state_; }
     // The model's memory/speed choices for this run.
     const RunOptions &options() const { return *options_; }
+    // Only for the op's OpDef::streamable_weight_input: when the weight is streamed, input(i) has its
+    // dtype/shape/layout but no data, and the op reads it in chunks of at most
+    // weight_chunk_rows(i) rows through read_weight_rows. Otherwise input(i) is the whole weight.
+    void set_streamed(size_t i, const StreamedWeight *w) {
+        if (streamed_.size() <= i) streamed_.resize(i + 1, nullptr);
+        streamed_[i] = w;
+    }
+    bool is_streamed(size_t i) const { return i < streamed_.size() && streamed_[i] != nullptr; }
+    Tensor read_weight_rows(size_t i, int64_t begin, int64_t end) const { return streamed_.at(i)->read_rows(begin, end); }
+    // Rows per chunk so a chunk of input i stays within the chunk budget (at least 1; all rows when the
+    // input is not streamed). `float_bytes`: count rows as float32 (what the kernel will hold).
+    int64_t weight_chunk_rows(size_t i, bool float_bytes = true) const;
 
     size_t output_count() const { return out_infos_.size(); }
     const TensorInfo &output_info(size_t i) const { return out_infos_.at(i); }
@@ -133,6 +155,7 @@ private:
     std::vector<bool> weight_inputs_;
     std::shared_ptr<void> *state_;
     const RunOptions *options_;
+    std::vector<const StreamedWeight *> streamed_;
     static const RunOptions &default_options() {
         static const RunOptions defaults;
         return defaults;
@@ -152,6 +175,8 @@ struct OpDef {
     // Conv/FC weights at creation). Otherwise the executor copies zero-copy weights that lack the
     // XNN_EXTRA_BYTES read-past-the-end slack into padded memory first.
     bool reads_weights_exactly = false;
+    // Index of a weight input the op can read in row chunks (RunContext::is_streamed), or -1.
+    int streamable_weight_input = -1;
 };
 
 // Run fn(i) for i in [0, n) on the pool, in tiles of `tile` indices (fn gets begin, end).

@@ -23,7 +23,12 @@ namespace {
 
 const char *kUsage =
     "usage: onnxstream-run MODEL_DIR_OR_MODEL_TXT [--input NAME=FILE]... [--output-dir DIR] [--threads N]\n"
-    "                      [--provider nocache|prefetch|mmap|ram] [--runs N] [--ops-printf] [--json]\n"
+    "                      [--memory-mode min|balanced|max-speed] [--provider nocache|prefetch|mmap|ram]\n"
+    "                      [--attention auto|full|sliced|flash] [--attention-slices N] [--chunk-mb N]\n"
+    "                      [--cache PATH] [--runs N] [--ops-printf] [--json]\n"
+    "  --memory-mode  min: smallest working set; balanced (default); max-speed: keep prepared weights in RAM\n"
+    "  --chunk-mb     stream weights bigger than N MiB in chunks (0: never; default from the memory mode)\n"
+    "  --cache        persistent prepared-weights cache file (built on the first run, shared afterwards)\n"
     "  FILE is .npy (dtype and shape from its header) or raw little-endian .bin (shape from the model's\n"
     "  declaration of NAME; dtype float32, int64, float16 or uint8 chosen by the file size).\n";
 
@@ -32,7 +37,12 @@ struct Args {
     std::vector<std::pair<std::string, std::string>> inputs;
     std::string output_dir;
     int threads = 0;
-    int provider = ONNXSTREAM_PROVIDER_PREFETCH;
+    int provider = ONNXSTREAM_PROVIDER_AUTO;
+    int memory_mode = ONNXSTREAM_MEMORY_BALANCED;
+    int attention = ONNXSTREAM_ATTENTION_AUTO;
+    int attention_slices = 0;
+    long long chunk_mb = -1;
+    std::string cache;
     int runs = 1;
     bool ops_printf = false;
     bool json = false;
@@ -79,6 +89,26 @@ Args parse_args(int argc, char **argv) {
             else if (p == "mmap") a.provider = ONNXSTREAM_PROVIDER_MMAP;
             else if (p == "ram") a.provider = ONNXSTREAM_PROVIDER_RAM;
             else die("--provider expects nocache, prefetch, mmap or ram, got '" + p + "'");
+        } else if (arg == "--memory-mode") {
+            std::string m = value();
+            if (m == "min") a.memory_mode = ONNXSTREAM_MEMORY_MIN;
+            else if (m == "balanced") a.memory_mode = ONNXSTREAM_MEMORY_BALANCED;
+            else if (m == "max-speed") a.memory_mode = ONNXSTREAM_MEMORY_MAX_SPEED;
+            else die("--memory-mode expects min, balanced or max-speed, got '" + m + "'");
+        } else if (arg == "--attention") {
+            std::string m = value();
+            if (m == "auto") a.attention = ONNXSTREAM_ATTENTION_AUTO;
+            else if (m == "full") a.attention = ONNXSTREAM_ATTENTION_FULL;
+            else if (m == "sliced") a.attention = ONNXSTREAM_ATTENTION_SLICED;
+            else if (m == "flash") a.attention = ONNXSTREAM_ATTENTION_FLASH;
+            else die("--attention expects auto, full, sliced or flash, got '" + m + "'");
+        } else if (arg == "--attention-slices") {
+            a.attention_slices = parse_count(arg, value(), 1);
+        } else if (arg == "--chunk-mb") {
+            a.chunk_mb = parse_count(arg, value(), 0);
+        } else if (arg == "--cache") {
+            a.cache = value();
+            if (a.cache.empty()) die("--cache expects a file path");
         } else if (arg == "--ops-printf") {
             a.ops_printf = true;
         } else if (arg == "--json") {
@@ -157,6 +187,12 @@ int main(int argc, char **argv) {
     onnxstream_model_options_init(&options);
     options.threads = args.threads;
     options.provider = args.provider;
+    options.memory_mode = args.memory_mode;
+    options.attention = args.attention;
+    options.attention_slices = args.attention_slices;
+    if (args.chunk_mb == 0) options.weight_chunk_bytes = UINT64_MAX;
+    else if (args.chunk_mb > 0) options.weight_chunk_bytes = static_cast<uint64_t>(args.chunk_mb) << 20;
+    if (!args.cache.empty()) options.cache_path = args.cache.c_str();
     onnxstream_model_t *model = nullptr;
     if (onnxstream_model_create(&options, &model) != ONNXSTREAM_OK) die(onnxstream_last_error());
     check(model, onnxstream_model_load(model, args.model.c_str()));

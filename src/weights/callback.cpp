@@ -30,6 +30,11 @@ public:
         }
     }
 
+    // Hosts serve whole weights only: fetch it and copy the rows (bounded memory needs a file provider).
+    Tensor fetch_rows(const WeightSpec &spec, int64_t begin, int64_t end, const Allocator &alloc) override {
+        return copy_weight_rows(fetch(spec, alloc), begin, end, alloc);
+    }
+
     Tensor fetch(const WeightSpec &spec, const Allocator &alloc) override {
         Request r(spec);
         WeightSpec plain = spec;

@@ -29,6 +29,10 @@ public:
     // Produce the weight, in layout spec.wanted (see adapt_weight_layout). Throws IO / CALLBACK /
     // OUT_OF_MEMORY.
     virtual Tensor fetch(const WeightSpec &spec, const Allocator &alloc) = 0;
+    // Rows [begin, end) along dim 0 of the weight (shape (end - begin, dims 1..)), in layout spec.wanted,
+    // for ops that stream big weights in chunks. The default reads just those bytes from the weight file
+    // in folder_; providers without files override it.
+    virtual Tensor fetch_rows(const WeightSpec &spec, int64_t begin, int64_t end, const Allocator &alloc);
 
     // Bytes read from storage and time spent reading them (on any thread), since creation.
     uint64_t bytes_read() const { return bytes_read_.load(); }

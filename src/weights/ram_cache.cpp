@@ -20,6 +20,9 @@ public:
             it = cache_.emplace(key, read_counted(spec, alloc)).first;
         return it->second;
     }
+    Tensor fetch_rows(const WeightSpec &spec, int64_t begin, int64_t end, const Allocator &alloc) override {
+        return copy_weight_rows(fetch(spec, alloc), begin, end, alloc);
+    }
 
 private:
     std::map<std::pair<std::string, Layout>, Tensor> cache_;

@@ -43,6 +43,15 @@ void transpose_conv_weight(const uint8_t *src, uint8_t *dst, const Shape &oihw, 
 
 } // namespace
 
+Tensor WeightsProvider::fetch_rows(const WeightSpec &spec, int64_t begin, int64_t end, const Allocator &alloc) {
+    auto start = std::chrono::steady_clock::now();
+    Tensor t = read_weight_rows(resolve_weight_file(folder_, spec), spec, begin, end, alloc);
+    read_us_ += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+    bytes_read_ += t.byte_size();
+    return t;
+}
+
 Tensor WeightsProvider::read_counted(const WeightSpec &spec, const Allocator &alloc) {
     auto start = std::chrono::steady_clock::now();
     Tensor t = read_weight_file(resolve_weight_file(folder_, spec), spec, alloc);
@@ -96,6 +105,47 @@ Tensor read_weight_file(const ResolvedWeight &file, const WeightSpec &spec, cons
         fail(ONNXSTREAM_ERR_IO, "weight file ", file.path, " is truncated: read ", got, " of ", want, " bytes");
     if (extra) fail(ONNXSTREAM_ERR_IO, "weight file ", file.path, " is larger than the declared ", want, " bytes");
     return adapt_weight_layout(std::move(t), spec, alloc);
+}
+
+namespace {
+Shape row_shape(const Shape &shape, int64_t begin, int64_t end) {
+    Shape s = shape;
+    if (s.empty() || begin < 0 || end > s[0] || begin >= end)
+        fail(ONNXSTREAM_ERR_INTERNAL, "weight rows [", begin, ", ", end, ") out of range for ", shape_str(shape));
+    s[0] = end - begin;
+    return s;
+}
+} // namespace
+
+Tensor read_weight_rows(const ResolvedWeight &file, const WeightSpec &spec, int64_t begin, int64_t end,
+                        const Allocator &alloc) {
+    WeightSpec part = spec;
+    part.shape = row_shape(spec.shape, begin, end);
+    Tensor t = make_tensor(alloc, part.dtype, part.shape);
+    t.set_quant(spec.quant);
+    t.set_layout(file.layout);
+    const size_t row_bytes = spec.byte_size() / static_cast<size_t>(spec.shape[0]);
+    const size_t want = part.byte_size();
+    FILE *f = std::fopen(file.path.c_str(), "rb");
+    if (!f) fail(ONNXSTREAM_ERR_IO, "cannot open weight file ", file.path, ": ", std::strerror(errno));
+    size_t got = 0;
+    if (fseeko(f, static_cast<off_t>(row_bytes * static_cast<size_t>(begin)), SEEK_SET) == 0)
+        got = std::fread(t.raw(), 1, want, f);
+    std::fclose(f);
+    if (got != want)
+        fail(ONNXSTREAM_ERR_IO, "weight file ", file.path, " is truncated: rows ", begin, "..", end, " need ", want,
+             " bytes, read ", got);
+    return adapt_weight_layout(std::move(t), part, alloc);
+}
+
+Tensor copy_weight_rows(const Tensor &whole, int64_t begin, int64_t end, const Allocator &alloc) {
+    Tensor t = make_tensor(alloc, whole.dtype(), row_shape(whole.shape(), begin, end));
+    t.set_quant(whole.quant());
+    t.set_layout(whole.layout());
+    const size_t row_bytes = whole.byte_size() / static_cast<size_t>(whole.dim(0));
+    std::memcpy(t.raw(), static_cast<const uint8_t *>(whole.raw()) + row_bytes * static_cast<size_t>(begin),
+                t.byte_size());
+    return t;
 }
 
 Tensor adapt_weight_layout(Tensor t, const WeightSpec &spec, const Allocator &alloc) {

@@ -18,6 +18,9 @@ struct Conv2dShape {
     uint32_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
     uint32_t groups = 1;
     size_t group_in = 1, group_out = 1; // channels per group
+    // Distance between output pixels in floats (0: groups * group_out). A larger stride writes a slice of
+    // the output channels, e.g. one output-channel chunk of a weight streamed in chunks.
+    size_t output_pixel_stride = 0;
 };
 
 // output[n, oh, ow, g*group_out + o] = bias + sum over (kh, kw, i) of

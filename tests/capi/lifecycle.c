@@ -68,9 +68,15 @@ static void test_options(void) {
     onnxstream_model_options_init(&o);
     CHECK(o.struct_size == sizeof o);
     CHECK(o.threads == 0);
-    CHECK(o.provider == ONNXSTREAM_PROVIDER_PREFETCH);
+    CHECK(o.provider == ONNXSTREAM_PROVIDER_AUTO);
     CHECK(o.flags == 0);
     CHECK(o.prefetch_bytes == 0);
+    CHECK(o.memory_mode == ONNXSTREAM_MEMORY_BALANCED);
+    CHECK(o.attention == ONNXSTREAM_ATTENTION_AUTO);
+    CHECK(o.attention_slices == 0);
+    CHECK(o.reserved0 == 0);
+    CHECK(o.weight_chunk_bytes == 0);
+    CHECK(o.cache_path == NULL);
     onnxstream_model_options_init(NULL); /* does nothing */
 
     /* NULL options = defaults. */
@@ -81,7 +87,7 @@ static void test_options(void) {
     /* Every provider kind. */
     {
         int kind;
-        for (kind = ONNXSTREAM_PROVIDER_NOCACHE; kind <= ONNXSTREAM_PROVIDER_RAM; ++kind) {
+        for (kind = ONNXSTREAM_PROVIDER_AUTO; kind <= ONNXSTREAM_PROVIDER_RAM; ++kind) {
             model = test_new_model(kind);
             CHECK(model != NULL);
             onnxstream_model_destroy(model);
@@ -105,8 +111,41 @@ static void test_options(void) {
     CHECK_STATUS(onnxstream_model_create(&o, &model), ONNXSTREAM_ERR_INVALID_ARGUMENT);
     CHECK_CONTAINS(onnxstream_last_error(), "provider");
     onnxstream_model_options_init(&o);
-    o.provider = -1;
+    o.provider = -2;
     CHECK_STATUS(onnxstream_model_create(&o, &model), ONNXSTREAM_ERR_INVALID_ARGUMENT);
+    /* Memory modes and attention kinds: every valid value works, others are named in the error. */
+    {
+        int v;
+        for (v = ONNXSTREAM_MEMORY_BALANCED; v <= ONNXSTREAM_MEMORY_MAX_SPEED; ++v) {
+            onnxstream_model_options_init(&o);
+            o.memory_mode = v;
+            CHECK_OK(onnxstream_model_create(&o, &model));
+            onnxstream_model_destroy(model);
+        }
+        for (v = ONNXSTREAM_ATTENTION_AUTO; v <= ONNXSTREAM_ATTENTION_FLASH; ++v) {
+            onnxstream_model_options_init(&o);
+            o.attention = v;
+            o.attention_slices = 4;
+            CHECK_OK(onnxstream_model_create(&o, &model));
+            onnxstream_model_destroy(model);
+        }
+    }
+    onnxstream_model_options_init(&o);
+    o.memory_mode = 3;
+    CHECK_STATUS(onnxstream_model_create(&o, &model), ONNXSTREAM_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(onnxstream_last_error(), "memory mode");
+    onnxstream_model_options_init(&o);
+    o.attention = -1;
+    CHECK_STATUS(onnxstream_model_create(&o, &model), ONNXSTREAM_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(onnxstream_last_error(), "attention");
+    onnxstream_model_options_init(&o);
+    o.attention_slices = -3;
+    CHECK_STATUS(onnxstream_model_create(&o, &model), ONNXSTREAM_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(onnxstream_last_error(), "attention_slices");
+    onnxstream_model_options_init(&o);
+    o.reserved0 = 1;
+    CHECK_STATUS(onnxstream_model_create(&o, &model), ONNXSTREAM_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(onnxstream_last_error(), "reserved0");
     onnxstream_model_options_init(&o);
     o.flags = ONNXSTREAM_FLAG_KEEP_ALL_OUTPUTS;
     CHECK_STATUS(onnxstream_model_create(&o, &model), ONNXSTREAM_ERR_INVALID_ARGUMENT);

@@ -83,12 +83,21 @@ static void host_destroy(void *user_data) {
 
 typedef enum { BUILTIN, CALLBACK_READ, CALLBACK_ACQUIRE } mode_t_;
 
-static void run_case(const char *label, const char *dir, mode_t_ mode, int provider, const float *input,
-                     const float *expected, size_t n_out) {
+/* Memory settings of a case: a memory mode and an explicit weight chunk size (0 = the mode's). */
+typedef struct {
+    int memory_mode;
+    uint64_t chunk_bytes;
+} memory_t;
+static const memory_t kDefaultMemory = {ONNXSTREAM_MEMORY_BALANCED, 0};
+
+static void run_case(const char *label, const char *dir, mode_t_ mode, int provider, memory_t memory,
+                     const float *input, const float *expected, size_t n_out) {
     onnxstream_model_options_t options;
     onnxstream_model_options_init(&options);
     options.threads = 2;
     options.provider = provider;
+    options.memory_mode = memory.memory_mode;
+    options.weight_chunk_bytes = memory.chunk_bytes;
     onnxstream_model_t *model = NULL;
     if (onnxstream_model_create(&options, &model) != ONNXSTREAM_OK) {
         printf("FAIL %s: create: %s\n", label, onnxstream_last_error());
@@ -212,12 +221,24 @@ int main(int argc, char **argv) {
     }
     size_t n_out = out_size / sizeof(float);
 
-    run_case("nocache", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_NOCACHE, input, expected, n_out);
-    run_case("prefetch", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_PREFETCH, input, expected, n_out);
-    run_case("mmap", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_MMAP, input, expected, n_out);
-    run_case("ram", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_RAM, input, expected, n_out);
-    run_case("callback-read", model_dir, CALLBACK_READ, 0, input, expected, n_out);
-    run_case("callback-acquire", model_dir, CALLBACK_ACQUIRE, 0, input, expected, n_out);
+    const memory_t dflt = kDefaultMemory;
+    run_case("nocache", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_NOCACHE, dflt, input, expected, n_out);
+    run_case("prefetch", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_PREFETCH, dflt, input, expected, n_out);
+    run_case("mmap", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_MMAP, dflt, input, expected, n_out);
+    run_case("ram", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_RAM, dflt, input, expected, n_out);
+    run_case("callback-read", model_dir, CALLBACK_READ, 0, dflt, input, expected, n_out);
+    run_case("callback-acquire", model_dir, CALLBACK_ACQUIRE, 0, dflt, input, expected, n_out);
+    /* Memory modes, and weights streamed in small output-channel chunks through every provider kind
+       (YOLOv8n's weights are small: 16 KiB chunks split most convolutions into several). */
+    const memory_t min_mode = {ONNXSTREAM_MEMORY_MIN, 0}, max_speed = {ONNXSTREAM_MEMORY_MAX_SPEED, 0};
+    const memory_t chunked = {ONNXSTREAM_MEMORY_MIN, 16 << 10};
+    run_case("memory min", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_AUTO, min_mode, input, expected, n_out);
+    run_case("memory max-speed", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_AUTO, max_speed, input, expected, n_out);
+    run_case("chunked nocache", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_NOCACHE, chunked, input, expected, n_out);
+    run_case("chunked prefetch", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_PREFETCH, chunked, input, expected, n_out);
+    run_case("chunked mmap", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_MMAP, chunked, input, expected, n_out);
+    run_case("chunked ram", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_RAM, chunked, input, expected, n_out);
+    run_case("chunked callback", model_dir, CALLBACK_READ, 0, chunked, input, expected, n_out);
     if (outstanding != 0 || acquired == 0 || destroyed != 1) {
         printf("FAIL callback-acquire: %d buffers still lent, %d acquired, destroy called %d times\n", outstanding,
                acquired, destroyed);
@@ -225,7 +246,9 @@ int main(int argc, char **argv) {
     }
     char nhwc_dir[256];
     if (make_nhwc_only_dir(nhwc_dir, sizeof nhwc_dir)) {
-        run_case("nhwc-only folder", nhwc_dir, BUILTIN, ONNXSTREAM_PROVIDER_NOCACHE, input, expected, n_out);
+        run_case("nhwc-only folder", nhwc_dir, BUILTIN, ONNXSTREAM_PROVIDER_NOCACHE, dflt, input, expected, n_out);
+        run_case("nhwc-only folder, chunked", nhwc_dir, BUILTIN, ONNXSTREAM_PROVIDER_NOCACHE, chunked, input,
+                 expected, n_out);
     } else {
         printf("FAIL could not build the nhwc-only folder\n");
         ++failures;

@@ -21,6 +21,12 @@ int main(void) {
     FIELD(onnxstream_model_options_t, provider);
     FIELD(onnxstream_model_options_t, flags);
     FIELD(onnxstream_model_options_t, prefetch_bytes);
+    FIELD(onnxstream_model_options_t, memory_mode);
+    FIELD(onnxstream_model_options_t, attention);
+    FIELD(onnxstream_model_options_t, attention_slices);
+    FIELD(onnxstream_model_options_t, reserved0);
+    FIELD(onnxstream_model_options_t, weight_chunk_bytes);
+    FIELD(onnxstream_model_options_t, cache_path);
 
     SIZE(onnxstream_weight_request_t);
     FIELD(onnxstream_weight_request_t, struct_size);
@@ -89,6 +95,14 @@ int main(void) {
     CONST(ONNXSTREAM_DTYPE_INT8);
     CONST(ONNXSTREAM_DTYPE_INT32);
     CONST(ONNXSTREAM_DTYPE_BOOL);
+    CONST(ONNXSTREAM_PROVIDER_AUTO);
+    CONST(ONNXSTREAM_MEMORY_BALANCED);
+    CONST(ONNXSTREAM_MEMORY_MIN);
+    CONST(ONNXSTREAM_MEMORY_MAX_SPEED);
+    CONST(ONNXSTREAM_ATTENTION_AUTO);
+    CONST(ONNXSTREAM_ATTENTION_FULL);
+    CONST(ONNXSTREAM_ATTENTION_SLICED);
+    CONST(ONNXSTREAM_ATTENTION_FLASH);
     CONST(ONNXSTREAM_PROVIDER_NOCACHE);
     CONST(ONNXSTREAM_PROVIDER_PREFETCH);
     CONST(ONNXSTREAM_PROVIDER_MMAP);

@@ -32,7 +32,7 @@ mod weights;
 
 pub use error::{Error, Result, Status};
 pub use model::{LogLevel, MemoryStats, Model, Progress, RunStats};
-pub use options::{BuiltinProvider, ModelOptions};
+pub use options::{Attention, BuiltinProvider, MemoryMode, ModelOptions};
 pub use tensor::{f16_to_f32, DType, Element, InputInfo, TensorView};
 pub use weights::{provider_fn, BoxError, Lease, WeightRequest, WeightsLender, WeightsProvider};
 

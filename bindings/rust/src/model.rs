@@ -173,8 +173,20 @@ impl Model {
     /// Creates an empty model; load one with [`load`](Model::load) or [`load_str`](Model::load_str).
     pub fn new(options: &ModelOptions) -> Result<Model> {
         let mut raw: *mut sys::onnxstream_model_t = ptr::null_mut();
-        // Safety: valid pointers; on failure the message is in the thread's last error.
-        check(unsafe { sys::onnxstream_model_create(&options.raw, &mut raw) }, ptr::null())?;
+        let mut raw_options = options.raw;
+        raw_options.cache_path = match &options.cache_path {
+            None => ptr::null(),
+            Some(Ok(path)) => path.as_ptr(),
+            Some(Err(path)) => {
+                return Err(Error::new(
+                    Status::InvalidArgument,
+                    format!("cache path {:?} contains a NUL byte", path),
+                ))
+            }
+        };
+        // Safety: valid pointers (the cache path outlives the call, which copies it); on failure the
+        // message is in the thread's last error.
+        check(unsafe { sys::onnxstream_model_create(&raw_options, &mut raw) }, ptr::null())?;
         let raw = NonNull::new(raw).ok_or_else(|| {
             Error::new(Status::Internal, "onnxstream_model_create returned OK but no model")
         })?;

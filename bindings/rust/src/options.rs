@@ -26,6 +26,30 @@ impl BuiltinProvider {
     }
 }
 
+/// How much memory a run may use to go faster (the README has measured figures).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemoryMode {
+    /// Default: streamed weights with read-ahead, bounded weight chunks and attention blocks.
+    Balanced,
+    /// Smallest working set: no read-ahead, small weight chunks, flash attention.
+    Min,
+    /// Keep prepared weights in RAM between runs.
+    MaxSpeed,
+}
+
+/// How attention ops are computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Attention {
+    /// The fastest kind within the memory mode's budget (default).
+    Auto,
+    /// The whole score matrix per head.
+    Full,
+    /// OnnxStream's attention slicing: Q split into row parts.
+    Sliced,
+    /// Online softmax over key blocks (FlashAttention-style).
+    Flash,
+}
+
 /// Options for [`Model::new`](crate::Model::new); starts from the library's defaults.
 ///
 /// ```no_run
@@ -33,9 +57,12 @@ impl BuiltinProvider {
 /// let mut model = Model::new(&ModelOptions::new().threads(2).provider(BuiltinProvider::Mmap))?;
 /// # Ok::<(), onnxstream::Error>(())
 /// ```
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct ModelOptions {
     pub(crate) raw: sys::onnxstream_model_options_t,
+    // raw.cache_path is set from this in Model::new (the library copies the string there), so clones
+    // never share a pointer. Err holds a path with an interior NUL byte, reported by Model::new.
+    pub(crate) cache_path: Option<std::result::Result<std::ffi::CString, String>>,
 }
 
 impl ModelOptions {
@@ -44,7 +71,7 @@ impl ModelOptions {
         // Safety: options_init writes every field of the struct it is given.
         unsafe {
             sys::onnxstream_model_options_init(raw.as_mut_ptr());
-            ModelOptions { raw: raw.assume_init() }
+            ModelOptions { raw: raw.assume_init(), cache_path: None }
         }
     }
 
@@ -60,9 +87,53 @@ impl ModelOptions {
         self
     }
 
-    /// Read-ahead budget of the prefetch provider; 0 = the library default (64 MiB).
+    /// Read-ahead budget of the prefetch provider; 0 = from the memory mode.
     pub fn prefetch_bytes(mut self, bytes: u64) -> ModelOptions {
         self.raw.prefetch_bytes = bytes;
+        self
+    }
+
+    pub fn memory_mode(mut self, mode: MemoryMode) -> ModelOptions {
+        self.raw.memory_mode = match mode {
+            MemoryMode::Balanced => sys::ONNXSTREAM_MEMORY_BALANCED,
+            MemoryMode::Min => sys::ONNXSTREAM_MEMORY_MIN,
+            MemoryMode::MaxSpeed => sys::ONNXSTREAM_MEMORY_MAX_SPEED,
+        };
+        self
+    }
+
+    pub fn attention(mut self, attention: Attention) -> ModelOptions {
+        self.raw.attention = match attention {
+            Attention::Auto => sys::ONNXSTREAM_ATTENTION_AUTO,
+            Attention::Full => sys::ONNXSTREAM_ATTENTION_FULL,
+            Attention::Sliced => sys::ONNXSTREAM_ATTENTION_SLICED,
+            Attention::Flash => sys::ONNXSTREAM_ATTENTION_FLASH,
+        };
+        self
+    }
+
+    /// Number of Q parts for [`Attention::Sliced`]; 0 = from the memory mode.
+    pub fn attention_slices(mut self, slices: usize) -> ModelOptions {
+        self.raw.attention_slices = i32::try_from(slices).unwrap_or(i32::MAX);
+        self
+    }
+
+    /// Stream weights bigger than this many bytes in chunks; `None` = never, `Some(0)` = from the
+    /// memory mode.
+    pub fn weight_chunk_bytes(mut self, bytes: Option<u64>) -> ModelOptions {
+        self.raw.weight_chunk_bytes = bytes.unwrap_or(u64::MAX);
+        self
+    }
+
+    /// Persistent prepared-weights cache file (built on the first run, memory-mapped afterwards).
+    /// A path with an interior NUL byte makes [`Model::new`](crate::Model::new) fail with
+    /// `InvalidArgument`.
+    pub fn cache_path<P: AsRef<std::path::Path>>(mut self, path: P) -> ModelOptions {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = path.as_ref().as_os_str().as_bytes();
+        self.cache_path = Some(
+            std::ffi::CString::new(bytes).map_err(|_| path.as_ref().to_string_lossy().into_owned()),
+        );
         self
     }
 }

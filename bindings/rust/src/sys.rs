@@ -30,10 +30,18 @@ pub const ONNXSTREAM_DTYPE_INT8: onnxstream_dtype_t = 5;
 pub const ONNXSTREAM_DTYPE_INT32: onnxstream_dtype_t = 6;
 pub const ONNXSTREAM_DTYPE_BOOL: onnxstream_dtype_t = 7;
 
+pub const ONNXSTREAM_PROVIDER_AUTO: i32 = -1;
 pub const ONNXSTREAM_PROVIDER_NOCACHE: i32 = 0;
 pub const ONNXSTREAM_PROVIDER_PREFETCH: i32 = 1;
 pub const ONNXSTREAM_PROVIDER_MMAP: i32 = 2;
 pub const ONNXSTREAM_PROVIDER_RAM: i32 = 3;
+pub const ONNXSTREAM_MEMORY_BALANCED: i32 = 0;
+pub const ONNXSTREAM_MEMORY_MIN: i32 = 1;
+pub const ONNXSTREAM_MEMORY_MAX_SPEED: i32 = 2;
+pub const ONNXSTREAM_ATTENTION_AUTO: i32 = 0;
+pub const ONNXSTREAM_ATTENTION_FULL: i32 = 1;
+pub const ONNXSTREAM_ATTENTION_SLICED: i32 = 2;
+pub const ONNXSTREAM_ATTENTION_FLASH: i32 = 3;
 
 pub const ONNXSTREAM_FLAG_KEEP_ALL_OUTPUTS: u32 = 0x1;
 
@@ -55,6 +63,12 @@ pub struct onnxstream_model_options_t {
     pub provider: i32,
     pub flags: u32,
     pub prefetch_bytes: u64,
+    pub memory_mode: i32,
+    pub attention: i32,
+    pub attention_slices: i32,
+    pub reserved0: i32,
+    pub weight_chunk_bytes: u64,
+    pub cache_path: *const c_char,
 }
 
 #[repr(C)]
@@ -255,7 +269,19 @@ mod layout_tests {
         );
         rust_struct!(
             rows,
-            onnxstream_model_options_t { struct_size, threads, provider, flags, prefetch_bytes }
+            onnxstream_model_options_t {
+                struct_size,
+                threads,
+                provider,
+                flags,
+                prefetch_bytes,
+                memory_mode,
+                attention,
+                attention_slices,
+                reserved0,
+                weight_chunk_bytes,
+                cache_path
+            }
         );
         rust_struct!(
             rows,
@@ -316,6 +342,14 @@ mod layout_tests {
             ONNXSTREAM_DTYPE_INT8,
             ONNXSTREAM_DTYPE_INT32,
             ONNXSTREAM_DTYPE_BOOL,
+            ONNXSTREAM_PROVIDER_AUTO,
+            ONNXSTREAM_MEMORY_BALANCED,
+            ONNXSTREAM_MEMORY_MIN,
+            ONNXSTREAM_MEMORY_MAX_SPEED,
+            ONNXSTREAM_ATTENTION_AUTO,
+            ONNXSTREAM_ATTENTION_FULL,
+            ONNXSTREAM_ATTENTION_SLICED,
+            ONNXSTREAM_ATTENTION_FLASH,
             ONNXSTREAM_PROVIDER_NOCACHE,
             ONNXSTREAM_PROVIDER_PREFETCH,
             ONNXSTREAM_PROVIDER_MMAP,
@@ -365,9 +399,15 @@ mod layout_tests {
         let o = unsafe { raw.assume_init() };
         assert_eq!(o.struct_size as usize, size_of::<onnxstream_model_options_t>());
         assert_eq!(o.threads, 0);
-        assert_eq!(o.provider, ONNXSTREAM_PROVIDER_PREFETCH);
+        assert_eq!(o.provider, ONNXSTREAM_PROVIDER_AUTO);
         assert_eq!(o.flags, 0);
         assert_eq!(o.prefetch_bytes, 0);
+        assert_eq!(o.memory_mode, ONNXSTREAM_MEMORY_BALANCED);
+        assert_eq!(o.attention, ONNXSTREAM_ATTENTION_AUTO);
+        assert_eq!(o.attention_slices, 0);
+        assert_eq!(o.reserved0, 0);
+        assert_eq!(o.weight_chunk_bytes, 0);
+        assert!(o.cache_path.is_null());
     }
 
     #[test]
