@@ -9,6 +9,7 @@
 #include "graph/model_txt.h"
 #include "util/error.h"
 #include "util/strings.h"
+#include "weights/weight_cache.h"
 #include "xnnpack/init.h"
 
 namespace onnxstream {
@@ -17,6 +18,7 @@ namespace {
 std::unique_ptr<WeightsProvider> make_builtin_provider(const ModelOptions &o) {
     switch (o.provider) {
     case ONNXSTREAM_PROVIDER_NOCACHE: return make_nocache_provider();
+    case ONNXSTREAM_PROVIDER_AUTO: // resolved by the memory mode before a Model is made; prefetch otherwise
     case ONNXSTREAM_PROVIDER_PREFETCH: return make_prefetch_provider(o.prefetch_bytes);
     case ONNXSTREAM_PROVIDER_MMAP: return make_mmap_provider();
     case ONNXSTREAM_PROVIDER_RAM: return make_ram_provider();
@@ -74,6 +76,20 @@ void Model::load_string(const std::string &text, const std::string &weights_dir,
                 provider_->set_folder(weights_dir);
                 provider_->validate(in.weight);
             }
+    }
+    if (!custom_provider_ && !options_.cache_path.empty()) {
+        // The cache serves prepared weights from a shared mapping and hands anything it lacks to the
+        // built-in provider. max-speed keeps the mapped pages between runs.
+        WeightCacheOptions co;
+        co.keep_pages_mapped = options_.provider == ONNXSTREAM_PROVIDER_RAM;
+        std::unique_ptr<WeightsProvider> inner = std::move(provider_);
+        try {
+            provider_ = make_weight_cache_provider(std::move(inner), options_.cache_path, *graph, text, weights_dir, co);
+        } catch (...) {
+            provider_ = make_builtin_provider(options_); // the factory took the old one
+            throw;
+        }
+        log(ONNXSTREAM_LOG_INFO, cat("weights cache ", options_.cache_path));
     }
     folder_ = weights_dir;
     provider_->set_folder(folder_);

@@ -312,6 +312,15 @@ int simplify(IrGraph &g, ConstantEvaluator &evaluator, const FoldLimits &limits,
         bool changed = fold_constants(g, evaluator, limits, spill);
         changed |= eliminate_noops(g);
         changed |= fuse_batchnorm_into_conv(g);
+        changed |= dedup_constants(g);
+        changed |= fuse_chains(g);
+        changed |= fuse_pad(g);
+        changed |= matmul_add_to_gemm(g);
+        changed |= conv1d_to_conv2d(g);
+        changed |= fuse_groupnorm(g);
+        changed |= fuse_layernorm(g);
+        changed |= fuse_gelu(g);
+        changed |= fuse_attention(g);
         changed |= eliminate_dead_code(g);
         if (!changed) return round;
     }
@@ -356,6 +365,7 @@ ConvertReport convert_onnx(const std::string &onnx_path, const std::string &out_
     WriteOptions w;
     w.fp16 = options.fp16;
     w.keep_fp32 = options.keep_fp32;
+    w.quantize_w8 = options.quantize_w8;
     report.written = write_model(g, out_dir, w);
     return report;
 }
@@ -381,6 +391,9 @@ std::string ConvertReport::text() const {
                human_bytes(written.weight_bytes), ")");
     if (written.fp16_weights) out += cat(", ", written.fp16_weights, " stored as float16");
     out += "\n";
+    if (written.w8_weights)
+        out += cat("  int8 per-channel weights: ", written.w8_weights, ", saving ", written.w8_saved_bytes, " bytes (",
+                   human_bytes(written.w8_saved_bytes), ")\n");
     if (!written.largest_weight.empty())
         out += cat("  largest weight: ", written.largest_weight, " (", written.largest_bytes, " bytes, ",
                    human_bytes(written.largest_bytes), ")\n");

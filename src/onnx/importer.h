@@ -19,6 +19,7 @@ namespace onnxstream::importer {
 struct ConvertOptions {
     bool fp16 = false;
     std::vector<std::string> keep_fp32; // fnmatch patterns on initializer names (or weight file names)
+    bool quantize_w8 = false;           // --quantize w8: per-channel int8 Conv/Gemm/MatMul weights
     std::vector<std::pair<std::string, Shape>> input_shapes; // fixed shapes for graph inputs
     FoldLimits fold;
 };

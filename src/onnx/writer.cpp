@@ -18,6 +18,7 @@
 #include "graph/graph.h"
 #include "graph/planner.h"
 #include "onnx/attr_text.h"
+#include "onnx/quantize_export.h"
 #include "ops/registry.h"
 #include "tensor/half.h"
 #include "util/error.h"
@@ -71,6 +72,7 @@ struct WeightPlan {
     bool plain = false;     // "<base>.bin"
     bool ohwi = false;      // "<base>_nhwc.bin", referenced as "<base>_nchw.bin" by Conv
     bool keep_fp32 = false; // a --keep-fp32 pattern matches
+    int w8_axis = -1;       // >= 0: stored as per-channel int8 along this axis (--quantize w8)
 };
 
 class OutFile {
@@ -224,11 +226,12 @@ bool engine_accepts(const IrGraph &g, const Node &n, const OpLine &line, const s
             infos.push_back(std::nullopt);
             continue;
         }
-        infos.push_back(TensorInfo{dtypes[k], ref.shape, {}});
+        infos.push_back(TensorInfo{dtypes[k], ref.shape, ref.is_weight ? ref.quant : QuantParams{}});
         // Small integer weights (shapes, axes) are what infer reads as constants.
         auto it = g.constants.find(n.inputs[k]);
+        // (A quantized weight's bytes are written later from the float source: not readable here.)
         if (ref.is_weight && it != g.constants.end() && dtypes[k] != DType::F16 && dtypes[k] != DType::F32 &&
-            it->second.byte_size() <= kPlanConstantBytes) {
+            !ref.quant.present && it->second.byte_size() <= kPlanConstantBytes) {
             constants[k] = make_tensor(alloc, dtypes[k], ref.shape);
             auto bytes = it->second.bytes();
             if (!bytes->empty()) std::memcpy(constants[k].raw(), bytes->data(), bytes->size());
@@ -330,6 +333,12 @@ OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSumma
     if (options.fp16)
         for (auto &kv : weights)
             if (kv.second.data->type() == kOnnxFloat && !kv.second.keep_fp32) kv.second.stored = DType::F16;
+    if (options.quantize_w8)
+        for (const auto &kv : plan_w8_weights(g)) {
+            WeightPlan &w = weights.at(kv.first);
+            w.w8_axis = kv.second;
+            w.stored = DType::I8;
+        }
 
     // model.txt
     auto activation_ref = [&](const std::string &name, const Node &n) {
@@ -363,6 +372,12 @@ OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSumma
                 ref.name = w.base + (wants_ohwi(n, k, *w.data) ? "_nchw.bin" : ".bin");
                 ref.dtype = w.stored;
                 ref.shape = w.data->shape();
+                if (w.w8_axis >= 0) {
+                    ref.scales_file = w8_scales_file(w.base);
+                    ref.quant.present = true;
+                    ref.quant.axis = w.w8_axis;
+                    ref.quant_text = cat("@", ref.scales_file, ",", w.w8_axis);
+                }
             } else {
                 ref = activation_ref(in, n);
             }
@@ -433,6 +448,21 @@ WriteSummary write_model(const IrGraph &g, const std::string &out_dir_arg, const
                 summary.largest_weight = file;
             }
         };
+        if (w.w8_axis >= 0) {
+            const std::string scales = w8_scales_file(w.base);
+            write_w8_weight(*w.data, w.w8_axis, w.plain ? tmp.path + "/" + w.base + ".bin" : "",
+                            w.ohwi ? tmp.path + "/" + w.base + "_nhwc.bin" : "", tmp.path + "/" + scales);
+            const uint64_t scale_bytes = static_cast<uint64_t>(w.data->shape()[static_cast<size_t>(w.w8_axis)]) * 4;
+            const size_t unquantized = options.fp16 && !w.keep_fp32 ? 2 : 4;
+            if (w.plain) count(w.base + ".bin");
+            if (w.ohwi) count(w.base + "_nhwc.bin");
+            ++summary.weight_files;
+            summary.weight_bytes += scale_bytes;
+            ++summary.w8_weights;
+            const uint64_t files = (w.plain ? 1u : 0u) + (w.ohwi ? 1u : 0u);
+            summary.w8_saved_bytes += files * static_cast<uint64_t>(w.data->numel()) * (unquantized - 1) - scale_bytes;
+            continue;
+        }
         if (w.plain) {
             write_plain(tmp.path + "/" + w.base + ".bin", *w.data, w.stored, clamped);
             count(w.base + ".bin");
@@ -451,6 +481,7 @@ WriteSummary write_model(const IrGraph &g, const std::string &out_dir_arg, const
     // never left behind.
     try {
         Graph graph(parse_model_txt(model_txt, "model.txt"), "model.txt");
+        graph.load_quant_scales(tmp.path);
         std::unordered_map<std::string, const ValueType *> input_types;
         for (const auto &name : g.inputs) input_types[escape_name(name)] = g.type_of(name);
         std::vector<TensorInfo> infos;

@@ -14,6 +14,7 @@ namespace onnxstream::importer {
 struct WriteOptions {
     bool fp16 = false;                  // float32 weights are written as float16 ...
     std::vector<std::string> keep_fp32; // ... except those whose name matches one of these fnmatch patterns
+    bool quantize_w8 = false;           // Conv/Gemm/MatMul weights as per-channel int8 (quantize_export.h)
 };
 
 struct WriteSummary {
@@ -23,6 +24,8 @@ struct WriteSummary {
     std::string largest_weight; // file name
     uint64_t largest_bytes = 0;
     size_t fp16_weights = 0;
+    size_t w8_weights = 0;          // weights stored as per-channel int8
+    uint64_t w8_saved_bytes = 0;    // bytes they would have taken unquantized, minus int8 data and scales
     std::vector<std::string> notes; // things the user should know (extra outputs, fp16 clamping, ...)
 };
 

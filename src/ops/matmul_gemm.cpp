@@ -295,7 +295,7 @@ void run_matmul(RunContext &ctx) {
         break;
     }
     case DType::F16: {
-        Tensor af = to_f32(ctx, a), bf = to_f32(ctx, b), yf = ctx.scratch(DType::F32, y.shape());
+        Tensor af = to_f32(ctx, a), bf = b.dtype() == DType::F16 ? to_f32(ctx, b) : b, yf = ctx.scratch(DType::F32, y.shape());
         matmul_f32(af.data<float>(), s.a_batch, bf.data<float>(), s.b_batch, yf.data<float>(), s.y_batch, s.m,
                    s.k, s.n, ctx.pool());
         float_to_half_n(yf.data<float>(), y.data<uint16_t>(), static_cast<size_t>(y.numel()));

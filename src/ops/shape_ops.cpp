@@ -476,7 +476,7 @@ void register_shape_ops(Registry &r) {
     r.add("Concat", {concat_infer, concat_run});
     r.add("Split", {split_infer, split_run});
     r.add("Slice", {slice_infer, slice_run});
-    r.add("Gather", {gather_infer, gather_run});
+    r.add("Gather", {gather_infer, gather_run, -1, false, /*streamable_weight_input=*/0});
     r.add("GatherElements", {gather_elements_infer, gather_elements_run});
     r.add("ScatterND", {scatter_nd_infer, scatter_nd_run});
     r.add("Expand", {expand_infer, expand_run});

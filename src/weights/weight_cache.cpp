@@ -29,7 +29,7 @@ namespace {
 constexpr uint32_t kWeightCacheFormatVersion = 1;
 // Bump when what "prepared" means changes (which weights are widened, transposed, dequantized), i.e.
 // whenever the bytes an op receives from the cache would differ.
-constexpr uint32_t kWeightCacheLayoutVersion = 1;
+constexpr uint32_t kWeightCacheLayoutVersion = 2;
 constexpr char kMagic[8] = {'O', 'S', 'W', 'C', 'A', 'C', 'H', 'E'};
 constexpr uint32_t kEndianMark = 0x01020304u;
 constexpr uint64_t kDataStart = 4096; // header page; data starts page-aligned
@@ -45,7 +45,7 @@ constexpr uint64_t kEntrySlack = kTensorPadding;
 // it converts B with to_f32 unconditionally, which would misread a float32 B.
 bool widening_slot(const std::string &op, size_t slot) {
     if (op == "Conv" || op == "ConvTranspose" || op == "Gemm") return slot == 1 || slot == 2;
-    return false;
+    return op == "MatMul" && slot == 1;
 }
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
@@ -288,8 +288,9 @@ std::vector<Entry> plan_entries(const Graph &graph) {
             e.wanted = in.weight.wanted;
             e.src_dtype = in.weight.dtype;
             e.shape = in.weight.shape;
-            // Quantized weights stay quantized: every op that takes them today computes on the quantized
-            // values (Prep::DequantizeToF32 is for a consumer that would dequantize them on each run).
+            // Quantized weights stay quantized: no op consumer is selected for Prep::DequantizeToF32 yet
+            // (the hook for one that would dequantize on every run; write_prepared handles per-tensor
+            // parameters, a per-channel consumer must extend it).
             e.prep = widen[in.weight.file] ? Prep::WidenF16 : Prep::AsIs;
             entries.push_back(std::move(e));
         }

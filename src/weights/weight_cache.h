@@ -18,7 +18,10 @@
 //
 // Integrity. The header and the index carry checksums, the file size is recorded and every entry is
 // bounds-checked, so a truncated, corrupt or foreign file is detected and rebuilt, never served.
-// Weight bytes themselves are not checksummed (that would page in the whole file at start-up).
+// Weight bytes themselves are not checksummed (that would page in the whole file at start-up). The
+// file must never be modified in place while mapped (truncating a mapped file makes reads fault);
+// this code only ever replaces it by rename. Stale temporary files of a crashed builder
+// ("<cache>.tmp.<pid>.<random>") are left for the user to delete.
 //
 // Building is streamed with bounded memory: one weight at a time is fetched from the inner provider,
 // prepared, appended to a temporary file beside the cache (unique name per process) and dropped. The

@@ -168,7 +168,8 @@ TEST_F(Convert, TransformerBlock) {
     ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
     std::string txt = read_text(scratch.out() + "/model.txt");
     expect_shape_chains_folded(txt);
-    EXPECT_EQ(count_ops(txt, "Softmax"), 1u);
+    // The attention pass (when present) turns the softmax attention into one op.
+    EXPECT_EQ(count_ops(txt, "Softmax") + count_ops(txt, "ScaledDotProductAttention"), 1u) << txt;
     EXPECT_EQ(count_ops(txt, "LayerNormalization"), 2u);
     run_and_compare(scratch.out(), model_case("transformer_block"), 1e-4, 1e-3);
 }
@@ -300,6 +301,116 @@ TEST_F(Convert, ReportCountsOps) {
     EXPECT_NE(c.report.find("largest weight:"), std::string::npos) << c.report;
     EXPECT_NE(c.report.find("nodes before simplification"), std::string::npos) << c.report;
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Simplification passes: the rewritten structure, the copies each pass must leave alone, and the outputs
+
+std::vector<std::string> bin_files(const std::string &dir) {
+    std::vector<std::string> out;
+    for (const std::string &n : folder_entries(dir))
+        if (n.size() > 4 && n.compare(n.size() - 4, 4, ".bin") == 0) out.push_back(n);
+    return out;
+}
+
+// The model.txt line of the node named `name` ("" when there is none).
+std::string line_of(const std::string &txt, const std::string &name) {
+    for (const std::string &line : lines_of(txt))
+        if (line.rfind(name + ":", 0) == 0) return line;
+    return "";
+}
+
+void expect_dedup(const std::string &case_name, Scratch &scratch) {
+    Conversion c = convert(model_case(case_name) + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    // w_c holds w_a's bytes: one file for both. w_b (other values) and w_d (other shape) stay.
+    EXPECT_EQ(bin_files(scratch.out()), (std::vector<std::string>{"w_5F_a.bin", "w_5F_b.bin", "w_5F_d.bin"})) << txt;
+    EXPECT_NE(line_of(txt, "sub_c").find("w_5F_a.bin(float32:3,4)"), std::string::npos) << txt;
+    run_and_compare(scratch.out(), model_case(case_name), 1e-6, 1e-6);
+}
+
+TEST_F(Convert, DedupConstantsMergesIdenticalWeights) { expect_dedup("dedup_constants", scratch); }
+
+// The same with every weight in an external data file, compared in chunks straight from it.
+TEST_F(Convert, DedupConstantsExternalData) { expect_dedup("dedup_constants_external", scratch); }
+
+TEST_F(Convert, FuseChains) {
+    Conversion c = convert(model_case("fuse_chains") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    // Identity pair gone, composed pair is one Transpose, the pair with a shared middle value keeps both.
+    EXPECT_EQ(count_ops(txt, "Transpose"), 3u) << txt;
+    EXPECT_EQ(line_of(txt, "t_pair_1"), "") << txt;
+    EXPECT_NE(line_of(txt, "t_pair_2").find("perm:1,0,3,2"), std::string::npos) << txt;
+    EXPECT_NE(line_of(txt, "t_shared_1"), "") << txt;
+    EXPECT_NE(line_of(txt, "t_shared_2"), "") << txt;
+    EXPECT_EQ(line_of(txt, "t_id_2"), "") << txt;
+    // Reshape -> Unsqueeze -> Flatten -> Reshape is one Reshape; the Unsqueeze read twice stays.
+    EXPECT_EQ(count_ops(txt, "Reshape"), 1u) << txt;
+    EXPECT_EQ(count_ops(txt, "Flatten"), 0u) << txt;
+    EXPECT_EQ(count_ops(txt, "Unsqueeze"), 1u) << txt;
+    EXPECT_EQ(count_ops(txt, "Squeeze"), 1u) << txt;
+    EXPECT_NE(line_of(txt, "unsqueeze_shared"), "") << txt;
+    // Slices on axes 1 and 3 merge; two Slices of axis 2 do not.
+    EXPECT_EQ(count_ops(txt, "Slice"), 3u) << txt;
+    EXPECT_EQ(line_of(txt, "slice_1"), "") << txt;
+    EXPECT_NE(line_of(txt, "slice_same_1"), "") << txt;
+    run_and_compare(scratch.out(), model_case("fuse_chains"), 1e-6, 1e-6);
+}
+
+TEST_F(Convert, FusePadIntoConvAndPools) {
+    Conversion c = convert(model_case("fuse_pad") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    // Left: zero padding before a MaxPool, -inf padding as wide as its window, the Pad read twice, the
+    // channel Pad and the reflect Pad.
+    EXPECT_EQ(count_ops(txt, "Pad"), 5u) << txt;
+    for (const char *gone : {"pad_conv", "pad_avg", "pad_max_inf"}) EXPECT_EQ(line_of(txt, gone), "") << gone;
+    for (const char *kept : {"pad_max_inf_wide", "pad_max_zero", "pad_shared", "pad_channels", "pad_reflect"})
+        EXPECT_NE(line_of(txt, kept), "") << kept;
+    // Pad (1,2 | 2,1) on H,W plus the Conv's own 1,1,1,1.
+    EXPECT_NE(line_of(txt, "conv").find("pads:2,3,3,2"), std::string::npos) << txt;
+    EXPECT_NE(line_of(txt, "avg").find("pads:1,2,2,1"), std::string::npos) << txt;
+    EXPECT_NE(line_of(txt, "avg").find("count_include_pad:1"), std::string::npos) << txt;
+    EXPECT_NE(line_of(txt, "max_inf").find("pads:1,1,1,1"), std::string::npos) << txt;
+    run_and_compare(scratch.out(), model_case("fuse_pad"), 1e-5, 1e-5);
+}
+
+TEST_F(Convert, MatMulAddBecomesGemm) {
+    Conversion c = convert(model_case("matmul_add") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    EXPECT_EQ(count_ops(txt, "Gemm"), 2u) << txt;
+    // The 3-D MatMul and the MatMul whose product a Relu also reads keep their Add.
+    EXPECT_EQ(count_ops(txt, "MatMul"), 2u) << txt;
+    EXPECT_EQ(count_ops(txt, "Add"), 2u) << txt;
+    EXPECT_NE(line_of(txt, "add_1").find(":Gemm*"), std::string::npos) << txt;
+    EXPECT_NE(line_of(txt, "add_2").find("bias_5F_mn.bin(float32:4,8)"), std::string::npos) << txt;
+    run_and_compare(scratch.out(), model_case("matmul_add"), 1e-5, 1e-5);
+}
+
+void expect_conv1d(const std::string &case_name, Scratch &scratch) {
+    Conversion c = convert(model_case(case_name) + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    EXPECT_EQ(count_ops(txt, "Conv"), 3u) << txt;
+    // Before conv_a and conv_b (a Relu comes between); the pair between conv_b and conv_c cancels.
+    EXPECT_EQ(count_ops(txt, "Unsqueeze"), 2u) << txt;
+    EXPECT_EQ(count_ops(txt, "Squeeze"), 2u) << txt;
+    std::string a = line_of(txt, "conv_a"), b = line_of(txt, "conv_b");
+    EXPECT_NE(a.find("w_5F_a_nchw.bin(float32:8,4,1,3)"), std::string::npos) << txt;
+    EXPECT_NE(a.find("pads:0,1,0,1"), std::string::npos) << a;
+    EXPECT_NE(b.find("dilations:1,2"), std::string::npos) << b;
+    EXPECT_NE(b.find("strides:1,2"), std::string::npos) << b;
+    EXPECT_NE(b.find("pads:0,2,0,3"), std::string::npos) << b;
+    EXPECT_NE(b.find("group:4"), std::string::npos) << b;
+    run_and_compare(scratch.out(), model_case(case_name), 1e-5, 1e-5);
+}
+
+TEST_F(Convert, Conv1dRunsAsConv2d) { expect_conv1d("conv1d", scratch); }
+
+// Squeeze/Unsqueeze-11 take their axes as attributes.
+TEST_F(Convert, Conv1dRunsAsConv2dOpset11) { expect_conv1d("conv1d_opset11", scratch); }
 
 // ---------------------------------------------------------------------------------------------------------
 // Bad input: a clear error and nothing written

@@ -324,6 +324,157 @@ def cycle_model():
     return make_model(nodes, [f32("x", (4,))], [f32("out", (4,))])
 
 
+# Simplification passes: each model holds the pattern, and a copy of it the pass must leave alone.
+
+def i64(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+
+def dedup_model(rng):
+    """w_a and w_c hold the same bytes under two names (merged into one file); w_b has the same shape but
+    other values, and w_d the same values but another shape (both kept)."""
+    same = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
+    inits = [numpy_helper.from_array(same, "w_a"), numpy_helper.from_array(same.copy(), "w_c"),
+             numpy_helper.from_array(rng.uniform(-1, 1, (3, 4)).astype(np.float32), "w_b"),
+             numpy_helper.from_array(same.reshape(1, 3, 4).copy(), "w_d")]
+    nodes = [
+        helper.make_node("Add", ["x", "w_a"], ["a"], name="add_a"),
+        helper.make_node("Mul", ["a", "w_b"], ["b"], name="mul_b"),
+        helper.make_node("Sub", ["b", "w_c"], ["c"], name="sub_c"),
+        helper.make_node("Add", ["c", "w_d"], ["y"], name="add_d"),
+    ]
+    return make_model(nodes, [f32("x", (2, 3, 4))], [f32("y", (2, 3, 4))], inits, opset=13)
+
+
+def fuse_chains_model():
+    """Transpose pairs (one composing to the identity, one to a single Transpose, one whose middle value
+    is also a graph output: kept), a Reshape/Unsqueeze/Flatten/Reshape chain (one Reshape), an Unsqueeze
+    whose output is read twice (kept), Slices on disjoint axes (one Slice) and on the same axis (kept)."""
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t1"], name="t_id_1", perm=[0, 2, 3, 1]),
+        helper.make_node("Transpose", ["t1"], ["t2"], name="t_id_2", perm=[0, 3, 1, 2]),
+        helper.make_node("Relu", ["t2"], ["out_identity"], name="relu_identity"),
+        helper.make_node("Transpose", ["x"], ["u1"], name="t_pair_1", perm=[1, 0, 2, 3]),
+        helper.make_node("Transpose", ["u1"], ["out_pair"], name="t_pair_2", perm=[0, 1, 3, 2]),
+        helper.make_node("Transpose", ["x"], ["v1"], name="t_shared_1", perm=[0, 1, 3, 2]),
+        helper.make_node("Transpose", ["v1"], ["out_shared"], name="t_shared_2", perm=[0, 2, 1, 3]),
+        helper.make_node("Sigmoid", ["v1"], ["out_shared_mid"], name="sigmoid_shared"),
+        helper.make_node("Reshape", ["x", "shape_6_20"], ["r1"], name="reshape_1"),
+        helper.make_node("Unsqueeze", ["r1", "axes_0"], ["r2"], name="unsqueeze_2"),
+        helper.make_node("Flatten", ["r2"], ["r3"], name="flatten_3", axis=2),
+        helper.make_node("Reshape", ["r3", "shape_3_40"], ["r4"], name="reshape_4"),
+        helper.make_node("Relu", ["r4"], ["out_reshape"], name="relu_reshape"),
+        helper.make_node("Unsqueeze", ["x", "axes_0"], ["q1"], name="unsqueeze_shared"),
+        helper.make_node("Squeeze", ["q1", "axes_0"], ["q2"], name="squeeze_after_shared"),
+        helper.make_node("Neg", ["q2"], ["out_q"], name="neg_q"),
+        helper.make_node("Neg", ["q1"], ["out_q_mid"], name="neg_q_mid"),
+        helper.make_node("Slice", ["x", "s_start_1", "s_end_3", "s_axis_1"], ["s1"], name="slice_1"),
+        helper.make_node("Slice", ["s1", "s_start_0", "s_end_5", "s_axis_m1", "s_step_2"], ["out_slice"],
+                         name="slice_2"),
+        helper.make_node("Slice", ["x", "s_start_0", "s_end_3", "s_axis_2"], ["p1"], name="slice_same_1"),
+        helper.make_node("Slice", ["p1", "s_start_1", "s_end_3", "s_axis_2"], ["out_slice_same"],
+                         name="slice_same_2"),
+    ]
+    inits = [i64("shape_6_20", [6, 20]), i64("shape_3_40", [3, 40]), i64("axes_0", [0]),
+             i64("s_start_0", [0]), i64("s_start_1", [1]), i64("s_end_3", [3]), i64("s_end_5", [5]),
+             i64("s_axis_1", [1]), i64("s_axis_2", [2]), i64("s_axis_m1", [-1]), i64("s_step_2", [2])]
+    outputs = [f32("out_identity", (2, 3, 4, 5)), f32("out_pair", (3, 2, 5, 4)), f32("out_shared", (2, 5, 3, 4)),
+               f32("out_shared_mid", (2, 3, 5, 4)), f32("out_reshape", (3, 40)), f32("out_q", (2, 3, 4, 5)),
+               f32("out_q_mid", (1, 2, 3, 4, 5)), f32("out_slice", (2, 2, 4, 3)),
+               f32("out_slice_same", (2, 3, 2, 5))]
+    return make_model(nodes, [f32("x", (2, 3, 4, 5))], outputs, inits, opset=13)
+
+
+def fuse_pad_model(rng):
+    """Pads folded into a Conv (added to its own pads), an AveragePool (count_include_pad switched on) and a
+    MaxPool (-inf padding); left alone: zero padding before a MaxPool, -inf padding as wide as the MaxPool
+    window (a window wholly in it gives -inf, in the pool's own padding the lowest float), a Pad read twice,
+    a Pad of channels and a reflect Pad."""
+    w = numpy_helper.from_array(rng.uniform(-1, 1, (4, 3, 3, 3)).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.uniform(-1, 1, (4,)).astype(np.float32), "b")
+    inits = [w, b, i64("pads_hw", [0, 0, 1, 2, 0, 0, 2, 1]), i64("pads_c", [0, 1, 1, 1, 0, 0, 1, 1]),
+             i64("pads_1", [0, 0, 1, 1, 0, 0, 1, 1]),
+             numpy_helper.from_array(np.array(-np.inf, dtype=np.float32), "minus_inf"),
+             numpy_helper.from_array(np.array(-100, dtype=np.float32), "minus_100")]
+    nodes = [
+        helper.make_node("Pad", ["x", "pads_hw"], ["p_conv"], name="pad_conv"),
+        helper.make_node("Conv", ["p_conv", "w", "b"], ["out_conv"], name="conv", pads=[1, 1, 1, 1],
+                         kernel_shape=[3, 3]),
+        helper.make_node("Pad", ["x", "pads_hw"], ["p_avg"], name="pad_avg"),
+        helper.make_node("AveragePool", ["p_avg"], ["out_avg"], name="avg", kernel_shape=[3, 3]),
+        helper.make_node("Pad", ["x", "pads_1", "minus_inf"], ["p_max"], name="pad_max_inf"),
+        helper.make_node("MaxPool", ["p_max"], ["out_max"], name="max_inf", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Pad", ["x", "pads_hw", "minus_inf"], ["p_max_wide"], name="pad_max_inf_wide"),
+        helper.make_node("MaxPool", ["p_max_wide"], ["m_wide"], name="max_inf_wide", kernel_shape=[2, 2],
+                         strides=[2, 2]),
+        # Windows wholly in the padding give -inf: clamp so the output compares as numbers.
+        helper.make_node("Max", ["m_wide", "minus_100"], ["out_max_wide"], name="clamp_wide"),
+        helper.make_node("Pad", ["x", "pads_hw"], ["p_max0"], name="pad_max_zero"),
+        helper.make_node("MaxPool", ["p_max0"], ["out_max0"], name="max_zero", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Pad", ["x", "pads_hw"], ["p_shared"], name="pad_shared"),
+        helper.make_node("Conv", ["p_shared", "w", "b"], ["out_conv_shared"], name="conv_shared", kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["p_shared"], ["out_pad_shared"], name="relu_shared"),
+        helper.make_node("Pad", ["x", "pads_c"], ["p_chan"], name="pad_channels"),
+        helper.make_node("AveragePool", ["p_chan"], ["out_avg_chan"], name="avg_chan", kernel_shape=[3, 3],
+                         count_include_pad=1),
+        helper.make_node("Pad", ["x", "pads_hw"], ["p_refl"], name="pad_reflect", mode="reflect"),
+        helper.make_node("Conv", ["p_refl", "w"], ["out_conv_reflect"], name="conv_reflect", kernel_shape=[3, 3]),
+    ]
+    outputs = [f32("out_conv", (1, 4, 11, 11)), f32("out_avg", (1, 3, 9, 9)), f32("out_max", (1, 3, 5, 5)),
+               f32("out_max_wide", (1, 3, 5, 5)), f32("out_max0", (1, 3, 5, 5)), f32("out_conv_shared", (1, 4, 9, 9)),
+               f32("out_pad_shared", (1, 3, 11, 11)), f32("out_avg_chan", (1, 4, 8, 8)),
+               f32("out_conv_reflect", (1, 4, 9, 9))]
+    return make_model(nodes, [f32("x", (1, 3, 8, 8))], outputs, inits, opset=13)
+
+
+def matmul_add_model(rng, m=4, k=16, n=8, bias_is_input=False):
+    """MatMul + Add with the bias on either side (both become Gemm); left alone: a 3-D MatMul, and a MatMul
+    whose product is also read by a Relu. bias_is_input: the bias is a graph input, so nothing fuses (the
+    speed reference)."""
+    def arr(*shape):
+        return rng.uniform(-1, 1, shape).astype(np.float32)
+    inits = [numpy_helper.from_array(arr(k, n), "w"), numpy_helper.from_array(arr(m, n), "bias_mn")]
+    inputs = [f32("x", (m, k))]
+    if bias_is_input:
+        inputs.append(f32("bias_n", (n,)))
+        nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"], name="matmul"),
+                 helper.make_node("Add", ["mm", "bias_n"], ["y"], name="add")]
+        return make_model(nodes, inputs, [f32("y", (m, n))], inits[:1], opset=13)
+    inits.append(numpy_helper.from_array(arr(n), "bias_n"))
+    inputs.append(f32("x3", (2, m, k)))
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["mm1"], name="matmul_1"),
+        helper.make_node("Add", ["mm1", "bias_n"], ["out_gemm"], name="add_1"),
+        helper.make_node("MatMul", ["x", "w"], ["mm2"], name="matmul_2"),
+        helper.make_node("Add", ["bias_mn", "mm2"], ["out_gemm_left"], name="add_2"),
+        helper.make_node("MatMul", ["x3", "w"], ["mm3"], name="matmul_3d"),
+        helper.make_node("Add", ["mm3", "bias_n"], ["out_3d"], name="add_3d"),
+        helper.make_node("MatMul", ["x", "w"], ["mm_shared"], name="matmul_shared"),
+        helper.make_node("Add", ["mm_shared", "bias_n"], ["out_add_shared"], name="add_shared"),
+        helper.make_node("Relu", ["mm_shared"], ["out_relu_shared"], name="relu_shared"),
+    ]
+    outputs = [f32("out_gemm", (m, n)), f32("out_gemm_left", (m, n)), f32("out_3d", (2, m, n)),
+               f32("out_add_shared", (m, n)), f32("out_relu_shared", (m, n))]
+    return make_model(nodes, inputs, outputs, inits, opset=13)
+
+
+def conv1d_model(rng, opset):
+    """Three 1-D Convs (padded; grouped with stride and dilation; back to back with the previous one, so
+    the Squeeze/Unsqueeze between them cancels)."""
+    def arr(*shape):
+        return rng.uniform(-1, 1, shape).astype(np.float32)
+    inits = [numpy_helper.from_array(arr(8, 4, 3), "w_a"), numpy_helper.from_array(arr(8), "b_a"),
+             numpy_helper.from_array(arr(8, 2, 5), "w_b"), numpy_helper.from_array(arr(6, 8, 1), "w_c")]
+    nodes = [
+        helper.make_node("Conv", ["x", "w_a", "b_a"], ["a"], name="conv_a", pads=[1, 1], kernel_shape=[3]),
+        helper.make_node("Relu", ["a"], ["ra"], name="relu"),
+        helper.make_node("Conv", ["ra", "w_b"], ["b"], name="conv_b", group=4, strides=[2], dilations=[2],
+                         pads=[2, 3]),
+        helper.make_node("Conv", ["b", "w_c"], ["y"], name="conv_c", auto_pad="SAME_UPPER"),
+    ]
+    return make_model(nodes, [f32("x", (1, 4, 32))], [f32("y", (1, 6, 15))], inits, opset=opset)
+
+
 # ----------------------------------------------------------------------------------------------------------
 
 def main():
@@ -365,6 +516,19 @@ def main():
     write_case(os.path.join(models_dir, "local_function"), function_model(),
                [("a", rng.uniform(-1, 1, (3, 5)).astype(np.float32)),
                 ("b", rng.uniform(-1, 1, (3, 5)).astype(np.float32))])
+
+    def rand(*shape):
+        return rng.uniform(-1, 1, shape).astype(np.float32)
+    dedup = dedup_model(rng)
+    write_case(os.path.join(models_dir, "dedup_constants"), dedup, [("x", rand(2, 3, 4))])
+    write_case(os.path.join(models_dir, "dedup_constants_external"), dedup, [("x", rand(2, 3, 4))],
+               save=save_external)
+    write_case(os.path.join(models_dir, "fuse_chains"), fuse_chains_model(), [("x", rand(2, 3, 4, 5))])
+    write_case(os.path.join(models_dir, "fuse_pad"), fuse_pad_model(rng), [("x", rand(1, 3, 8, 8))])
+    write_case(os.path.join(models_dir, "matmul_add"), matmul_add_model(rng),
+               [("x", rand(4, 16)), ("x3", rand(2, 4, 16))])
+    write_case(os.path.join(models_dir, "conv1d"), conv1d_model(rng, 13), [("x", rand(1, 4, 32))])
+    write_case(os.path.join(models_dir, "conv1d_opset11"), conv1d_model(rng, 11), [("x", rand(1, 4, 32))])
 
     # Bad inputs: no case.json, so ONNX Runtime skips them.
     with open(os.path.join(models_dir, "cnn_bn", "model.onnx"), "rb") as f:

@@ -142,7 +142,11 @@ async function main() {
                 failed + ' failed');
 }
 
-main().catch(e => {
-    console.error('ort_reference.js: ' + (e && e.stack ? e.stack : e));
-    process.exit(1);
-});
+module.exports = {readNpy};
+
+if (require.main === module) {
+    main().catch(e => {
+        console.error('ort_reference.js: ' + (e && e.stack ? e.stack : e));
+        process.exit(1);
+    });
+}

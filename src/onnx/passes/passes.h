@@ -23,6 +23,41 @@ bool eliminate_noops(IrGraph &g);
 // the Conv's weight and bias.
 bool fuse_batchnorm_into_conv(IrGraph &g);
 
+// dedup_constants.cpp: constants with the same type, shape and bytes become one (compared in bounded
+// chunks, so external weights are never loaded whole).
+bool dedup_constants(IrGraph &g);
+
+// fuse_chains.cpp: Transpose∘Transpose, chains of Reshape/Squeeze/Unsqueeze/Flatten (one Reshape to the
+// static shape), and Slice∘Slice on disjoint axes, when the value between them has no other reader.
+bool fuse_chains(IrGraph &g);
+
+// fuse_pad.cpp: a constant Pad of spatial dims folds into the pads of the Conv / AveragePool (zero padding)
+// or MaxPool (-inf padding) reading it, where that is exactly equivalent.
+bool fuse_pad(IrGraph &g);
+
+// matmul_add_to_gemm.cpp: MatMul(2-D activation, constant [K,N]) + Add(constant bias) becomes Gemm.
+bool matmul_add_to_gemm(IrGraph &g);
+
+// conv1d_to_conv2d.cpp: Conv on (N,C,L) becomes Unsqueeze -> 2-D Conv with a (O,I/g,1,K) kernel -> Squeeze,
+// so it runs on the engine's 2-D path.
+bool conv1d_to_conv2d(IrGraph &g);
+
+// groupnorm.cpp: torch's GroupNorm export, Reshape -> InstanceNormalization -> Reshape [-> Mul(gamma)]
+// [-> Add(beta)], becomes one GroupNormalization with per-channel scale and bias; a per-channel Mul/Add after
+// a plain InstanceNormalization folds into its scale and bias.
+bool fuse_groupnorm(IrGraph &g);
+
+// layernorm.cpp: the opset < 17 LayerNorm formula (ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div
+// [, Mul gamma][, Add beta]) over trailing axes becomes LayerNormalization.
+bool fuse_layernorm(IrGraph &g);
+
+// gelu.cpp: x * 0.5 * (1 + Erf(x / sqrt 2)) and the tanh approximation become Gelu.
+bool fuse_gelu(IrGraph &g);
+
+// attention.cpp: MatMul(Q, K^T) [-> Mul/Div scalar] [-> Add mask] -> Softmax(last axis) -> MatMul(., V)
+// becomes ScaledDotProductAttention (when the engine has it).
+bool fuse_attention(IrGraph &g);
+
 // eliminate_dead.cpp: nodes none of whose outputs are used, and constants no node reads.
 bool eliminate_dead_code(IrGraph &g);
 

@@ -1,0 +1,90 @@
+#include "onnx/quantize_export.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "ops/quant_kernels.h"
+#include "util/error.h"
+
+namespace onnxstream::importer {
+
+namespace {
+
+// The channel axis a reader quantizes `name` along, or -1 when this reader cannot take an int8 weight.
+int reader_axis(const Node &n, size_t input, const ConstantData &c) {
+    if (!n.default_domain() || input != 1) return -1;
+    const size_t rank = c.shape().size();
+    if (n.op_type == "Conv") return rank >= 3 ? 0 : -1;
+    if (n.op_type == "Gemm") return rank == 2 ? (n.attr_int("transB", 0) != 0 ? 0 : 1) : -1;
+    if (n.op_type == "MatMul") return rank == 2 ? 1 : -1;
+    return -1;
+}
+
+void write_file(const std::string &path, const void *data, size_t n) {
+    FILE *f = std::fopen(path.c_str(), "wb");
+    if (!f) fail(ONNXSTREAM_ERR_IO, "cannot create ", path, ": ", std::strerror(errno));
+    bool ok = n == 0 || std::fwrite(data, 1, n, f) == n;
+    int err = errno;
+    ok = (std::fclose(f) == 0) && ok;
+    if (!ok) fail(ONNXSTREAM_ERR_IO, "cannot write ", path, ": ", std::strerror(err));
+}
+
+} // namespace
+
+std::string w8_scales_file(const std::string &base) { return base + "_scales.bin"; }
+
+std::map<std::string, int> plan_w8_weights(const IrGraph &g) {
+    std::map<std::string, int> axes;
+    std::map<std::string, bool> rejected;
+    for (const Node &n : g.nodes)
+        for (size_t k = 0; k < n.inputs.size(); ++k) {
+            auto it = g.constants.find(n.inputs[k]);
+            if (n.inputs[k].empty() || it == g.constants.end()) continue;
+            const ConstantData &c = it->second;
+            bool &bad = rejected[it->first];
+            if (bad) continue;
+            const int axis = reader_axis(n, k, c);
+            if (c.type() != kOnnxFloat || c.shape().size() < 2 || c.numel() < kMinQuantizedElements || axis < 0) {
+                bad = true;
+                axes.erase(it->first);
+                continue;
+            }
+            auto seen = axes.emplace(it->first, axis).first;
+            if (seen->second != axis) {
+                bad = true;
+                axes.erase(seen);
+            }
+        }
+    return axes;
+}
+
+void write_w8_weight(const ConstantData &c, int axis, const std::string &plain_path, const std::string &ohwi_path,
+                     const std::string &scales_path) {
+    const Shape &shape = c.shape();
+    const size_t n = static_cast<size_t>(c.numel());
+    auto bytes = c.bytes();
+    std::vector<float> src(n);
+    std::memcpy(src.data(), bytes->data(), n * sizeof(float));
+    bytes.reset();
+    std::vector<int8_t> q(n);
+    std::vector<float> scales(static_cast<size_t>(shape[static_cast<size_t>(axis)]));
+    quantize_per_channel_s8(src.data(), shape, axis, q.data(), scales.data());
+    src = std::vector<float>();
+    if (!plain_path.empty()) write_file(plain_path, q.data(), q.size());
+    if (!ohwi_path.empty()) {
+        // Conv's OHWI twin: the same int8 values in [O][H][W][I] order (scales stay per output channel).
+        const size_t O = static_cast<size_t>(shape[0]), I = static_cast<size_t>(shape[1]);
+        const size_t H = static_cast<size_t>(shape[2]), W = static_cast<size_t>(shape[3]);
+        std::vector<int8_t> ohwi(n);
+        for (size_t o = 0; o < O; ++o)
+            for (size_t i = 0; i < I; ++i)
+                for (size_t h = 0; h < H; ++h)
+                    for (size_t w = 0; w < W; ++w) ohwi[((o * H + h) * W + w) * I + i] = q[((o * I + i) * H + h) * W + w];
+        write_file(ohwi_path, ohwi.data(), ohwi.size());
+    }
+    write_file(scales_path, scales.data(), scales.size() * sizeof(float));
+}
+
+} // namespace onnxstream::importer

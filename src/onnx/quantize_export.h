@@ -1,0 +1,30 @@
+// --quantize w8: Conv / Gemm / MatMul weights stored as symmetric per-channel int8 (one float32 scale per
+// output channel, in "<base>_scales.bin"), written into model.txt as `file.bin(int8[@scales.bin,axis]:...)`.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "onnx/ir.h"
+
+namespace onnxstream::importer {
+
+// Weights with fewer elements stay float: their bytes do not matter and they are often precision-critical.
+constexpr int64_t kMinQuantizedElements = 4096;
+
+// The constants to quantize, each with its channel axis: float32 constants with >= 2 dims and
+// >= kMinQuantizedElements elements whose every reader takes them as the weight of a Conv (axis 0), a Gemm
+// (axis 0 with transB=1, 1 with transB=0) or a MatMul with a 2-D weight [K, N] (axis 1). A constant read
+// any other way, or along different axes by different readers, stays as it is.
+std::map<std::string, int> plan_w8_weights(const IrGraph &g);
+
+// Quantize `c` along `axis` and write the int8 data (plain order to plain_path, OHWI order to ohwi_path;
+// an empty path is skipped) and the float32 scales to scales_path. Throws IO.
+void write_w8_weight(const ConstantData &c, int axis, const std::string &plain_path, const std::string &ohwi_path,
+                     const std::string &scales_path);
+
+// "<base>_scales.bin" for the weight file base name.
+std::string w8_scales_file(const std::string &base);
+
+} // namespace onnxstream::importer

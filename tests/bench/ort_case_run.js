@@ -1,0 +1,48 @@
+#!/usr/bin/env node
+// The peer in the benchmarks: run a generated case's model.onnx with ONNX Runtime (onnxruntime-node, default
+// graph optimisations, THREADS intra-op threads) RUNS times on the case's input_<i>.npy (case.json) and print
+// one JSON line {"load_s": ..., "runs_s": [...]}. Peak RSS comes from /usr/bin/time around this process.
+//
+// usage: node ort_case_run.js CASE_DIR THREADS RUNS
+'use strict';
+const fs = require('fs');
+const path = require('path');
+
+const tools = path.join(__dirname, '..', 'tools');
+let ort;
+try {
+    ort = require(path.join(tools, 'node_modules', 'onnxruntime-node'));
+} catch (e) {
+    console.error('ort_case_run.js: onnxruntime-node is not installed: run `npm ci --ignore-scripts` in ' + tools);
+    process.exit(2);
+}
+const {readNpy} = require(path.join(tools, 'ort_reference.js'));
+
+async function main() {
+    const [dir, threads, runs] = process.argv.slice(2);
+    if (!dir || !fs.existsSync(path.join(dir, 'case.json')) || !(Number(threads) >= 1) || !(Number(runs) >= 1)) {
+        console.error('usage: node ort_case_run.js CASE_DIR THREADS RUNS');
+        process.exit(2);
+    }
+    const meta = JSON.parse(fs.readFileSync(path.join(dir, 'case.json'), 'utf8'));
+    const feeds = {};
+    for (const input of meta.inputs) feeds[input.name] = readNpy(path.join(dir, input.file));
+    let t = process.hrtime.bigint();
+    const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), {
+        intraOpNumThreads: Number(threads), interOpNumThreads: 1, executionMode: 'sequential',
+    });
+    const load = Number(process.hrtime.bigint() - t) / 1e9;
+    const times = [];
+    for (let r = 0; r < Number(runs); ++r) {
+        t = process.hrtime.bigint();
+        await session.run(feeds);
+        times.push(Number(process.hrtime.bigint() - t) / 1e9);
+    }
+    await session.release();
+    console.log(JSON.stringify({load_s: load, runs_s: times}));
+}
+
+main().catch(e => {
+    console.error('ort_case_run.js: ' + (e && e.stack ? e.stack : e));
+    process.exit(1);
+});

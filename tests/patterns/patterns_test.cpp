@@ -1,0 +1,89 @@
+// The importer's recognition passes end to end through the public C API: convert the PyTorch exports
+// gen_patterns.py wrote, check the op counts its expect.txt lists (the decompositions are gone, the fused op
+// is there, near-misses are left alone) and that the converted model still matches ONNX Runtime.
+//
+// Environment: ONNXSTREAM_PATTERNS_CASES (gen_patterns.py's --out).
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "common/conversion_util.h"
+#include "onnxstream.h"
+
+namespace {
+
+using namespace onnxstream::testing;
+
+std::string cases_dir() {
+    const char *v = std::getenv("ONNXSTREAM_PATTERNS_CASES");
+    return v ? v : "";
+}
+
+// Whether this build's engine has ScaledDotProductAttention (the attention pass only fuses when it does):
+// load a one-op model.txt that uses it.
+bool engine_has_attention() {
+    Scratch s("onnxstream-patterns-probe");
+    {
+        std::ofstream f(s.path() + "/model.txt");
+        f << "probe:ScaledDotProductAttention*input:q(1,2,4);k(1,3,4);v(1,3,4)*output:o(1,2,4)*scale:0.5;"
+             "transpose_k:0\n";
+    }
+    onnxstream_model_t *m = nullptr;
+    if (onnxstream_model_create(nullptr, &m) != ONNXSTREAM_OK) return false;
+    bool ok = onnxstream_model_load(m, s.path().c_str()) == ONNXSTREAM_OK;
+    onnxstream_model_destroy(m);
+    return ok;
+}
+
+class Patterns : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (cases_dir().empty() || !exists(cases_dir() + "/models"))
+            GTEST_FAIL() << "ONNXSTREAM_PATTERNS_CASES does not point at gen_patterns.py's output";
+    }
+
+    void check(const std::string &name) {
+        const std::string dir = cases_dir() + "/models/" + name;
+        Conversion c = convert(dir + "/model.onnx", scratch.out());
+        ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+        std::printf("%s\n", c.report.c_str());
+        const std::string txt = read_text(scratch.out() + "/model.txt");
+        for (const auto &line : lines_of(read_text(dir + "/expect.txt"))) {
+            std::istringstream in(line);
+            std::string op;
+            size_t want = 0;
+            in >> op >> want;
+            EXPECT_EQ(count_ops(txt, op), want) << name << ": number of " << op << " ops";
+        }
+        run_and_compare(scratch.out(), dir, 1e-5, 1e-4);
+    }
+
+    void check_attention(const std::string &name) {
+        if (!engine_has_attention())
+            GTEST_SKIP() << "the engine has no ScaledDotProductAttention op yet, so attention is not fused";
+        check(name);
+    }
+
+    Scratch scratch;
+};
+
+TEST_F(Patterns, GroupNormOpset14) { check("groupnorm_opset14"); }
+TEST_F(Patterns, GroupNormVaeStyleOpset13) { check("groupnorm_vae_opset13"); }
+TEST_F(Patterns, GroupNormOnMergedViews) { check("groupnorm_vae_view_opset14"); }
+TEST_F(Patterns, LayerNormOpset14) { check("layernorm_opset14"); }
+TEST_F(Patterns, LayerNormOverTwoAxes) { check("layernorm_two_axes_opset13"); }
+TEST_F(Patterns, NormOverMiddleAxisIsNotLayerNorm) { check("norm_middle_axis"); }
+TEST_F(Patterns, NormOverMixedAxesIsNotLayerNorm) { check("norm_mixed_axes"); }
+TEST_F(Patterns, GeluFormsOpset14) { check("gelu_opset14"); }
+TEST_F(Patterns, GeluFormsOpset13) { check("gelu_opset13"); }
+TEST_F(Patterns, GeluWithoutHalfIsNotGelu) { check("gelu_not_quite"); }
+TEST_F(Patterns, SoftmaxOnOtherAxisIsNotAttention) { check("softmax_other_axis"); }
+TEST_F(Patterns, DiffusersCrossAttention) { check_attention("attention_cross_opset14"); }
+TEST_F(Patterns, ClipCausalAttention) { check_attention("attention_clip_opset14"); }
+TEST_F(Patterns, GptAttentionOpset13) { check_attention("attention_gpt_opset13"); }
+
+} // namespace
