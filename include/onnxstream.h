@@ -401,6 +401,13 @@ typedef struct onnxstream_convert_options {
         to the float16 range, ...) at ONNXSTREAM_LOG_WARNING. Called on the converting thread. */
     onnxstream_log_fn report_fn;
     void *report_user_data;
+    /** Weight quantization: 0 none (default); 1 "w8": float32 Conv / Gemm / MatMul weights with >= 2 dims
+        and >= 4096 elements are stored as symmetric int8 with one float32 scale per output channel
+        (scale = max|w| / 127, round half to even, clamp to +-127) in "<weight>_scales.bin", written in
+        model.txt as `file.bin(int8[@file_scales.bin,axis]:...)`; they are dequantized to float32 at run
+        time (W8A32, about 1/4 of the float32 weight bytes). Other weights are unchanged (fp16 still
+        applies to them). Any other value is ONNXSTREAM_ERR_INVALID_ARGUMENT. */
+    int32_t quantize;
 } onnxstream_convert_options_t;
 
 /** Fill *options with defaults and struct_size. Safe to call with NULL (does nothing). */

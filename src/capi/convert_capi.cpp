@@ -44,6 +44,10 @@ onnxstream_status_t onnxstream_convert_onnx(const char *onnx_path, const char *o
         }
         importer::ConvertOptions c;
         c.fp16 = o.fp16 != 0;
+        if (o.quantize != 0 && o.quantize != 1)
+            fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "onnxstream_convert_onnx: options->quantize is ", o.quantize,
+                 " (expected 0 for none or 1 for w8)");
+        c.quantize_w8 = o.quantize == 1;
         for (const char *const *p = o.keep_fp32; p && *p; ++p)
             if (**p) c.keep_fp32.emplace_back(*p);
         if (o.keep_fp32_list) add_patterns(c.keep_fp32, o.keep_fp32_list);

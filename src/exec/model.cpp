@@ -66,6 +66,7 @@ void Model::load_file(const std::string &path) {
 void Model::load_string(const std::string &text, const std::string &weights_dir, const std::string &source) {
     if (graph_) fail(ONNXSTREAM_ERR_BAD_STATE, "a model is already loaded in this handle; create a new one");
     auto graph = std::make_unique<Graph>(parse_model_txt(text, source), source);
+    graph->load_quant_scales(weights_dir); // per-channel int8 weights' scale files (small; read once)
     if (!custom_provider_) {
         for (const Node &node : graph->nodes())
             for (const NodeInput &in : node.inputs) {

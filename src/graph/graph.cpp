@@ -1,7 +1,12 @@
 #include "graph/graph.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
 #include <map>
+#include <memory>
 
 #include "ops/registry.h"
 #include "util/error.h"
@@ -69,6 +74,17 @@ Graph::Graph(ModelText text, const std::string &source) : text_(std::move(text))
                     fail(ONNXSTREAM_ERR_INVALID_MODEL, source_, ":", op.line, ":", ref.column, ": weight file '",
                          ref.name, "' is declared ", weight_decl(ref), " here but ", weight_decl(first), " on line ",
                          seen.second);
+                if (ref.quant.per_channel()) {
+                    if (!is_safe_weight_file_name(ref.scales_file))
+                        fail(ONNXSTREAM_ERR_INVALID_MODEL, source_, ":", op.line, ":", ref.column, ": scales file name '",
+                             ref.scales_file, "' is not a plain file name inside the model folder");
+                    // OHWI moves the axes after 0, so only output-channel scales survive the twin's layout.
+                    if (ref.quant.axis != 0 && node.def && node.def->ohwi_weight_input == static_cast<int>(k) &&
+                        ref.shape.size() == 4)
+                        fail(ONNXSTREAM_ERR_UNSUPPORTED, source_, ":", op.line, ":", ref.column, ": weight '", ref.name,
+                             "' of ", op.type, " is quantized along axis ", ref.quant.axis,
+                             "; per-channel ", op.type, " weights must use axis 0 (output channels)");
+                }
                 in.kind = NodeInput::Weight;
                 in.weight.file = ref.name;
                 in.weight.dtype = ref.dtype;
@@ -116,6 +132,46 @@ int Graph::find_value(const std::string &name) const {
     if (it != by_name_.end()) return it->second;
     it = by_name_.find(escape_name(name));
     return it == by_name_.end() ? -1 : it->second;
+}
+
+void Graph::load_quant_scales(const std::string &folder) {
+    std::unordered_map<std::string, std::shared_ptr<const std::vector<float>>> loaded;
+    for (Node &node : nodes_)
+        for (size_t k = 0; k < node.inputs.size(); ++k) {
+            NodeInput &in = node.inputs[k];
+            if (in.kind != NodeInput::Weight || !in.weight.quant.per_channel()) continue;
+            const TensorRef &ref = node.line->inputs[k];
+            const size_t channels = static_cast<size_t>(ref.shape[static_cast<size_t>(ref.quant.axis)]);
+            auto &scales = loaded[ref.scales_file];
+            if (!scales) {
+                if (folder.empty())
+                    fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, node.where, ": needs scales file ", ref.scales_file,
+                         " of weight ", ref.name, " but no weights folder was given");
+                const std::string path = folder + "/" + ref.scales_file;
+                std::ifstream f(path, std::ios::binary | std::ios::ate);
+                if (!f)
+                    fail(ONNXSTREAM_ERR_IO, node.where, ": cannot open scales file ", path, " of weight ", ref.name,
+                         ": ", std::strerror(errno));
+                const auto size = static_cast<uint64_t>(f.tellg());
+                if (size != channels * sizeof(float))
+                    fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": scales file ", path, " has ", size,
+                         " bytes but weight ", ref.name, " ", shape_str(ref.shape), " needs ", channels,
+                         " float32 scales along axis ", ref.quant.axis, " (", channels * sizeof(float), " bytes)");
+                auto values = std::make_shared<std::vector<float>>(channels);
+                f.seekg(0);
+                if (channels && !f.read(reinterpret_cast<char *>(values->data()), static_cast<std::streamsize>(size)))
+                    fail(ONNXSTREAM_ERR_IO, node.where, ": cannot read scales file ", path);
+                for (size_t c = 0; c < channels; ++c)
+                    if (!((*values)[c] > 0) || !std::isfinite((*values)[c]))
+                        fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": scales file ", path, ": scale ", c, " is ",
+                             (*values)[c], " (expected positive and finite)");
+                scales = std::move(values);
+            } else if (scales->size() != channels) {
+                fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": scales file ", ref.scales_file, " holds ",
+                     scales->size(), " scales but weight ", ref.name, " needs ", channels);
+            }
+            in.weight.quant.channel_scales = scales;
+        }
 }
 
 void Graph::add_output(int value) {

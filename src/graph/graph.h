@@ -65,6 +65,11 @@ public:
     int find_value(const std::string &name) const;
     // Mark a consumed tensor as an output too (kept after its last use).
     void add_output(int value);
+    // Read the scales files of per-channel weights (int8[@scales.bin,axis]) from `folder` into the weight
+    // specs, each file once. Call once at load, before planning. Throws IO naming a missing or unreadable
+    // file, INVALID_MODEL when a file's size is not channels x 4 bytes or a scale is not positive and finite,
+    // INVALID_ARGUMENT when a per-channel weight exists and `folder` is empty.
+    void load_quant_scales(const std::string &folder);
 
 private:
     ModelText text_;

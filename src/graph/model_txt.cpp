@@ -75,17 +75,40 @@ public:
             if (type.back() != ']') error(inner_col, cat("unterminated quantization parameters in '", type, "'"));
             ref.quant_text = std::string(type.substr(bracket + 1, type.size() - bracket - 2));
             auto qp = split(ref.quant_text, ',');
-            double scale = 0;
-            int64_t zp = 0;
-            if (qp.size() != 2 || !parse_double(qp[0], scale) || !parse_int64(qp[1], zp))
-                error(inner_col, cat("bad quantization parameters '[", ref.quant_text,
-                                     "]' (expected [scale,zero_point])"));
-            if (!(scale > 0) || !std::isfinite(scale))
-                error(inner_col, cat("quantization scale must be positive and finite, got ", qp[0]));
-            ref.quant = {true, scale, zp};
+            const int qcol = inner_col + static_cast<int>(bracket) + 1;
+            if (!ref.quant_text.empty() && ref.quant_text[0] == '@') {
+                // Per-channel: "@scales.bin,axis"; the axis is written canonically so it round-trips.
+                if (qp.size() != 2 || qp[0].size() < 2)
+                    error(qcol, cat("bad per-channel quantization parameters '[", ref.quant_text,
+                                    "]' (expected [@scales_file,axis])"));
+                std::string_view ax = qp[1];
+                bool digits = !ax.empty() && ax.size() <= 2 &&
+                              ax.find_first_not_of("0123456789") == std::string_view::npos &&
+                              (ax.size() == 1 || ax[0] != '0');
+                int64_t axis = 0;
+                if (!digits || !parse_int64(ax, axis))
+                    error(qcol + static_cast<int>(qp[0].size()) + 1,
+                          cat("bad quantization axis '", ax, "' (expected a non-negative integer)"));
+                ref.scales_file = std::string(qp[0].substr(1));
+                ref.quant.present = true;
+                ref.quant.axis = static_cast<int>(axis);
+            } else {
+                double scale = 0;
+                int64_t zp = 0;
+                if (qp.size() != 2 || !parse_double(qp[0], scale) || !parse_int64(qp[1], zp))
+                    error(inner_col, cat("bad quantization parameters '[", ref.quant_text,
+                                         "]' (expected [scale,zero_point] or [@scales_file,axis])"));
+                if (!(scale > 0) || !std::isfinite(scale))
+                    error(inner_col, cat("quantization scale must be positive and finite, got ", qp[0]));
+                ref.quant.present = true;
+                ref.quant.scale = scale;
+                ref.quant.zero_point = zp;
+            }
             type = type.substr(0, bracket);
         }
         if (!parse_dtype(type, ref.dtype)) error(inner_col, cat("unknown dtype '", type, "'"));
+        if (ref.quant.per_channel() && ref.dtype != DType::I8)
+            error(inner_col, cat("per-channel quantization needs an int8 weight (symmetric), not ", type));
         if (ref.quant.present && ref.dtype != DType::U8 && ref.dtype != DType::I8)
             error(inner_col, cat("quantization parameters on a ", type, " weight"));
         if (ref.quant.present && ref.dtype == DType::U8 && (ref.quant.zero_point < 0 || ref.quant.zero_point > 255))
@@ -94,6 +117,9 @@ public:
             (ref.quant.zero_point < -128 || ref.quant.zero_point > 127))
             error(inner_col, cat("int8 zero point ", ref.quant.zero_point, " is outside -128..127"));
         ref.shape = parse_dims(inner.substr(colon + 1), inner_col + static_cast<int>(colon) + 1);
+        if (ref.quant.per_channel() && static_cast<size_t>(ref.quant.axis) >= ref.shape.size())
+            error(inner_col, cat("quantization axis ", ref.quant.axis, " is out of range for a weight of shape ",
+                                 shape_str(ref.shape)));
         return ref;
     }
 

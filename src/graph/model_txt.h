@@ -1,8 +1,9 @@
 // OnnxStream's model.txt format: one operation per line,
 //   NAME:TYPE*input:IN;IN;...*output:OUT;...[*ATTR:VALUE;ATTR:VALUE...]
 // where an input/output is an activation `escaped_name(d0,d1,...)`, a weight
-// `file.bin(dtype:d0,d1,...)` / `file.bin(uint8[scale,zero_point]:d0,...)`, or empty (omitted
-// optional input). Parsing keeps every token's text so that writing gives back the same bytes.
+// `file.bin(dtype:d0,d1,...)` / `file.bin(uint8[scale,zero_point]:d0,...)` (OnnxStream's per-tensor 8-bit
+// weights) / `file.bin(int8[@scales.bin,axis]:d0,...)` (per-channel symmetric int8: one float32 scale per
+// index along `axis`, read from scales.bin), or empty (omitted optional input). Parsing keeps every token's text so that writing gives back the same bytes.
 #pragma once
 
 #include <string>
@@ -18,8 +19,9 @@ struct TensorRef {
     std::string name;        // escaped activation name, or the weight file name
     Shape shape;
     DType dtype = DType::F32; // weights only; activations get theirs from inference
-    QuantParams quant;        // weights only, "uint8[scale,zero_point]"
-    std::string quant_text;   // "scale,zero_point" exactly as written (round trip)
+    QuantParams quant;        // weights only, "uint8[scale,zero_point]" or "int8[@scales.bin,axis]"
+    std::string quant_text;   // "scale,zero_point" / "@scales.bin,axis" exactly as written (round trip)
+    std::string scales_file;  // per-channel: the float32 scales file (quant.channel_scales loads later)
     int column = 0;           // 1-based column of the reference in its line
 };
 

@@ -21,10 +21,17 @@ std::string shape_str(const Shape &shape); // "(1,3,640,640)"
 // OnnxStream also ships them as OHWI ("_nhwc.bin"), which is what XNNPACK packs from directly.
 enum class Layout { Plain, OHWI };
 
+// 8-bit weight quantization: value = (q - zero_point) * scale. Per-tensor (OnnxStream's uint8[scale,zp])
+// uses scale/zero_point; per-channel symmetric int8 (int8[@scales.bin,axis]) has zero point 0 and one scale
+// per index along `axis`, which is 0 (output channel of Conv OIHW/OHWI, Gemm transB=1) or the last dim
+// (MatMul [K,N], Gemm transB=0). The scales are shared by every tensor and chunk of the same weight.
 struct QuantParams {
     bool present = false;
     double scale = 1.0;
     int64_t zero_point = 0;
+    int axis = -1; // >= 0: per-channel
+    std::shared_ptr<const std::vector<float>> channel_scales;
+    bool per_channel() const { return axis >= 0; }
 };
 
 struct TensorInfo {

@@ -11,11 +11,13 @@ namespace {
 
 const char *kUsage =
     "usage: onnxstream-convert MODEL.onnx OUT_DIR [--fp16] [--keep-fp32 PATTERN]... [--input-shape NAME=d0,d1,...]...\n"
-    "                          [--report]\n"
+    "                          [--quantize w8] [--report]\n"
     "  Converts MODEL.onnx (external data is read from next to it) into the new folder OUT_DIR.\n"
     "  --fp16                 store float32 weights as float16\n"
     "  --keep-fp32 PATTERN    with --fp16, keep weights whose ONNX name or file name matches this shell\n"
     "                         pattern (fnmatch) in float32, e.g. '*norm*' (repeatable)\n"
+    "  --quantize w8          store Conv/Gemm/MatMul weights (>= 4096 elements) as int8 with one float32\n"
+    "                         scale per output channel (about 1/4 of their float32 bytes)\n"
     "  --input-shape N=d,...  fix the shape of input N where the model leaves dimensions symbolic (repeatable)\n"
     "  --report               print op-type counts before/after simplification, weight bytes, largest weight\n";
 
@@ -31,6 +33,7 @@ const char *kUsage =
 struct Args {
     std::string model, out_dir;
     bool fp16 = false, report = false;
+    int quantize = 0;
     std::vector<std::string> keep_fp32, input_shapes;
 };
 
@@ -54,6 +57,11 @@ Args parse_args(int argc, char **argv) {
             a.keep_fp32.push_back(value());
         } else if (arg.rfind("--keep-fp32=", 0) == 0) {
             a.keep_fp32.push_back(arg.substr(12));
+        } else if (arg == "--quantize" || arg.rfind("--quantize=", 0) == 0) {
+            std::string mode = arg == "--quantize" ? value() : arg.substr(11);
+            if (mode == "w8") a.quantize = 1;
+            else if (mode == "none") a.quantize = 0;
+            else die("--quantize " + mode + " is not supported (expected w8 or none)");
         } else if (arg == "--input-shape") {
             a.input_shapes.push_back(value());
         } else if (arg.rfind("--input-shape=", 0) == 0) {
@@ -101,6 +109,7 @@ int main(int argc, char **argv) {
     onnxstream_convert_options_t options;
     onnxstream_convert_options_init(&options);
     options.fp16 = args.fp16 ? 1 : 0;
+    options.quantize = args.quantize;
     options.keep_fp32 = keep.data();
     options.input_shapes = shapes.data();
     options.report_fn = on_report;

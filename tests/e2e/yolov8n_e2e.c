@@ -87,8 +87,9 @@ typedef enum { BUILTIN, CALLBACK_READ, CALLBACK_ACQUIRE } mode_t_;
 typedef struct {
     int memory_mode;
     uint64_t chunk_bytes;
+    const char *cache_path; /* persistent weights cache, or NULL */
 } memory_t;
-static const memory_t kDefaultMemory = {ONNXSTREAM_MEMORY_BALANCED, 0};
+static const memory_t kDefaultMemory = {ONNXSTREAM_MEMORY_BALANCED, 0, NULL};
 
 static void run_case(const char *label, const char *dir, mode_t_ mode, int provider, memory_t memory,
                      const float *input, const float *expected, size_t n_out) {
@@ -98,6 +99,7 @@ static void run_case(const char *label, const char *dir, mode_t_ mode, int provi
     options.provider = provider;
     options.memory_mode = memory.memory_mode;
     options.weight_chunk_bytes = memory.chunk_bytes;
+    options.cache_path = memory.cache_path;
     onnxstream_model_t *model = NULL;
     if (onnxstream_model_create(&options, &model) != ONNXSTREAM_OK) {
         printf("FAIL %s: create: %s\n", label, onnxstream_last_error());
@@ -230,8 +232,8 @@ int main(int argc, char **argv) {
     run_case("callback-acquire", model_dir, CALLBACK_ACQUIRE, 0, dflt, input, expected, n_out);
     /* Memory modes, and weights streamed in small output-channel chunks through every provider kind
        (YOLOv8n's weights are small: 16 KiB chunks split most convolutions into several). */
-    const memory_t min_mode = {ONNXSTREAM_MEMORY_MIN, 0}, max_speed = {ONNXSTREAM_MEMORY_MAX_SPEED, 0};
-    const memory_t chunked = {ONNXSTREAM_MEMORY_MIN, 16 << 10};
+    const memory_t min_mode = {ONNXSTREAM_MEMORY_MIN, 0, NULL}, max_speed = {ONNXSTREAM_MEMORY_MAX_SPEED, 0, NULL};
+    const memory_t chunked = {ONNXSTREAM_MEMORY_MIN, 16 << 10, NULL};
     run_case("memory min", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_AUTO, min_mode, input, expected, n_out);
     run_case("memory max-speed", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_AUTO, max_speed, input, expected, n_out);
     run_case("chunked nocache", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_NOCACHE, chunked, input, expected, n_out);
@@ -239,6 +241,32 @@ int main(int argc, char **argv) {
     run_case("chunked mmap", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_MMAP, chunked, input, expected, n_out);
     run_case("chunked ram", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_RAM, chunked, input, expected, n_out);
     run_case("chunked callback", model_dir, CALLBACK_READ, 0, chunked, input, expected, n_out);
+    /* The persistent weights cache through the C API: the first model builds it, the second serves from it
+       (balanced and chunked min), the third keeps its pages (max-speed). */
+    {
+        char cache_dir[] = "/tmp/onnxstream_e2e_cache_XXXXXX", cache_path[256];
+        if (mkdtemp(cache_dir)) {
+            snprintf(cache_path, sizeof cache_path, "%s/yolov8n.cache", cache_dir);
+            const memory_t cached = {ONNXSTREAM_MEMORY_BALANCED, 0, cache_path};
+            const memory_t cached_chunked = {ONNXSTREAM_MEMORY_MIN, 16 << 10, cache_path};
+            const memory_t cached_fast = {ONNXSTREAM_MEMORY_MAX_SPEED, 0, cache_path};
+            run_case("cache build", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_AUTO, cached, input, expected, n_out);
+            if (access(cache_path, R_OK) != 0) {
+                printf("FAIL cache build: no cache file at %s\n", cache_path);
+                ++failures;
+            }
+            run_case("cache serve", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_AUTO, cached, input, expected, n_out);
+            run_case("cache serve, chunked", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_AUTO, cached_chunked, input,
+                     expected, n_out);
+            run_case("cache serve, max-speed", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_AUTO, cached_fast, input,
+                     expected, n_out);
+            unlink(cache_path);
+            rmdir(cache_dir);
+        } else {
+            printf("FAIL cannot make a folder for the cache\n");
+            ++failures;
+        }
+    }
     if (outstanding != 0 || acquired == 0 || destroyed != 1) {
         printf("FAIL callback-acquire: %d buffers still lent, %d acquired, destroy called %d times\n", outstanding,
                acquired, destroyed);

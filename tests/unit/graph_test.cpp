@@ -82,6 +82,50 @@ TEST(Graph, OmittedInputsAndQuantizedWeights) {
     EXPECT_EQ(n.inputs[2].weight.byte_size(), 4u);
 }
 
+TEST(Graph, PerChannelScalesAreLoadedOncePerFile) {
+    REQUIRE_OPS("MatMul");
+    onnxstream::test::TempDir dir;
+    onnxstream::test::write_floats(dir.file("s.bin"), {0.5f, 0.25f, 2.0f});
+    auto g = build("a:MatMul*input:x(1,2);w.bin(int8[@s.bin,1]:2,3)*output:y(1,3)\n"
+                   "b:MatMul*input:x(1,2);w.bin(int8[@s.bin,1]:2,3)*output:z(1,3)\n");
+    const QuantParams &q = g->nodes()[0].inputs[1].weight.quant;
+    EXPECT_TRUE(q.per_channel());
+    EXPECT_EQ(q.axis, 1);
+    EXPECT_FALSE(q.channel_scales);
+    g->load_quant_scales(dir.path());
+    const QuantParams &a = g->nodes()[0].inputs[1].weight.quant, &b = g->nodes()[1].inputs[1].weight.quant;
+    ASSERT_TRUE(a.channel_scales);
+    EXPECT_EQ(*a.channel_scales, (std::vector<float>{0.5f, 0.25f, 2.0f}));
+    EXPECT_EQ(a.channel_scales, b.channel_scales) << "one file, one shared vector";
+}
+
+TEST(Graph, PerChannelScalesErrors) {
+    REQUIRE_OPS("MatMul");
+    onnxstream::test::TempDir dir;
+    onnxstream::test::write_floats(dir.file("s.bin"), {0.5f, 0.25f});
+    auto g = build("a:MatMul*input:x(1,2);w.bin(int8[@s.bin,1]:2,3)*output:y(1,3)\n");
+    std::string msg = expect_error(ONNXSTREAM_ERR_INVALID_MODEL, [&] { g->load_quant_scales(dir.path()); });
+    EXPECT_CONTAINS(msg, "m.txt:1 (a MatMul): scales file ");
+    EXPECT_CONTAINS(msg, "s.bin has 8 bytes but weight w.bin (2,3) needs 3 float32 scales along axis 1 (12 bytes)");
+    g = build("a:MatMul*input:x(1,2);w.bin(int8[@missing.bin,0]:2,3)*output:y(1,3)\n");
+    msg = expect_error(ONNXSTREAM_ERR_IO, [&] { g->load_quant_scales(dir.path()); });
+    EXPECT_CONTAINS(msg, "cannot open scales file " + dir.file("missing.bin"));
+    onnxstream::test::write_floats(dir.file("z.bin"), {0.5f, 0.0f});
+    g = build("a:MatMul*input:x(1,2);w.bin(int8[@z.bin,0]:2,3)*output:y(1,3)\n");
+    msg = expect_error(ONNXSTREAM_ERR_INVALID_MODEL, [&] { g->load_quant_scales(dir.path()); });
+    EXPECT_CONTAINS(msg, "scale 1 is 0 (expected positive and finite)");
+    graph_error(ONNXSTREAM_ERR_INVALID_MODEL, "a:Foo*input:x(2);w.bin(int8[@../s.bin,0]:2,2)*output:y(2)\n");
+}
+
+TEST(Graph, PerChannelOhwiWeightsUseAxisZero) {
+    REQUIRE_OPS("Conv");
+    if (Registry::builtin().find("Conv")->ohwi_weight_input != 1) GTEST_SKIP() << "Conv does not ask for OHWI";
+    std::string msg = graph_error(ONNXSTREAM_ERR_UNSUPPORTED,
+                                  "c:Conv*input:x(1,2,3,3);w_nchw.bin(int8[@s.bin,1]:4,2,1,1)*output:y(1,4,3,3)\n");
+    EXPECT_CONTAINS(msg, "per-channel Conv weights must use axis 0");
+    build("c:Conv*input:x(1,2,3,3);w_nchw.bin(int8[@s.bin,0]:4,2,1,1)*output:y(1,4,3,3)\n");
+}
+
 TEST(Graph, ConvWeightsAskForOhwi) {
     REQUIRE_OPS("Conv");
     const OpDef *conv = Registry::builtin().find("Conv");

@@ -29,6 +29,8 @@ void expect_same_ref(const TensorRef &a, const TensorRef &b) {
         EXPECT_EQ(a.quant_text, b.quant_text);
         EXPECT_EQ(a.quant.scale, b.quant.scale);
         EXPECT_EQ(a.quant.zero_point, b.quant.zero_point);
+        EXPECT_EQ(a.quant.axis, b.quant.axis);
+        EXPECT_EQ(a.scales_file, b.scales_file);
     }
 }
 
@@ -241,6 +243,25 @@ TEST(ModelTxt, LineEndingsAndBlankLines) {
     EXPECT_TRUE(m.ops.empty());
 }
 
+TEST(ModelTxt, PerChannelWeights) {
+    ModelText m = parse("n:T*input:w_nchw.bin(int8[@w_scales.bin,0]:4,4,1,1);v.bin(int8[@v_s.bin,1]:64,32)"
+                        "*output:y(1)\n");
+    const auto &in = m.ops[0].inputs;
+    ASSERT_EQ(in.size(), 2u);
+    EXPECT_EQ(in[0].dtype, DType::I8);
+    EXPECT_TRUE(in[0].quant.present);
+    EXPECT_TRUE(in[0].quant.per_channel());
+    EXPECT_EQ(in[0].quant.axis, 0);
+    EXPECT_EQ(in[0].quant.zero_point, 0);
+    EXPECT_EQ(in[0].scales_file, "w_scales.bin");
+    EXPECT_EQ(in[0].quant_text, "@w_scales.bin,0");
+    EXPECT_FALSE(in[0].quant.channel_scales) << "scales are read at model load, not by the parser";
+    EXPECT_EQ(in[1].quant.axis, 1);
+    EXPECT_EQ(in[1].scales_file, "v_s.bin");
+    EXPECT_EQ(write_model_txt(m), "n:T*input:w_nchw.bin(int8[@w_scales.bin,0]:4,4,1,1);v.bin(int8[@v_s.bin,1]:64,32)"
+                                  "*output:y(1)\n");
+}
+
 class RoundTrip : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RoundTrip, ByteIdentical) { expect_round_trip(GetParam()); }
@@ -253,6 +274,7 @@ INSTANTIATE_TEST_SUITE_P(
         "n:T*input:a.bin(float32:2,3);b.bin(float16:4);c.bin(int64:1);d.bin(uint8[0.5,3]:2,2);"
         "e.bin(int8[0.25,-3]:5);f.bin(float32:);g.bin(int32:7);h.bin(bool:2)*output:y(1)\n",
         "q:T*input:w.bin(uint8[0.012345678901234,128]:3);v.bin(uint8[1e-3,0]:1)*output:y(1)\n",
+        "q:T*input:w_nchw.bin(int8[@w_scales.bin,0]:4,4,1,1);v.bin(int8[@v_s.bin,1]:64,32)*output:y(1)\n",
         "r:Resize*input:x(1,2,3,3);;s.bin(float32:4)*output:y(1,2,6,6)\n",
         "c:Clip*input:;x(2);*output:y(2)\n",
         "c:Clip*input:x(2);;*output:y(2)\n",
@@ -425,6 +447,18 @@ INSTANTIATE_TEST_SUITE_P(
                        "zero point -129 is outside -128..127"},
         ParseErrorCase{"quant_unterminated", "a:Add*input:w.bin(uint8[0.5,3:2)*output:y(1)\n", 1, "uint8",
                        "unterminated quantization parameters"},
+        ParseErrorCase{"per_channel_uint8", "a:Add*input:w.bin(uint8[@s.bin,0]:2,2)*output:y(1)\n", 1, "uint8",
+                       "per-channel quantization needs an int8 weight"},
+        ParseErrorCase{"per_channel_axis_range", "a:Add*input:w.bin(int8[@s.bin,2]:2,2)*output:y(1)\n", 1, "int8",
+                       "quantization axis 2 is out of range for a weight of shape (2,2)"},
+        ParseErrorCase{"per_channel_bad_axis", "a:Add*input:w.bin(int8[@s.bin,x]:2,2)*output:y(1)\n", 1, "x]",
+                       "bad quantization axis 'x'"},
+        ParseErrorCase{"per_channel_leading_zero_axis", "a:Add*input:w.bin(int8[@s.bin,01]:2,2)*output:y(1)\n", 1,
+                       "01]", "bad quantization axis '01'"},
+        ParseErrorCase{"per_channel_no_file", "a:Add*input:w.bin(int8[@,0]:2,2)*output:y(1)\n", 1, "@,",
+                       "bad per-channel quantization parameters '[@,0]'"},
+        ParseErrorCase{"per_channel_three_params", "a:Add*input:w.bin(int8[@s.bin,0,1]:2,2)*output:y(1)\n", 1,
+                       "@s", "expected [@scales_file,axis]"},
         ParseErrorCase{"quant_on_float", "a:Add*input:w.bin(float32[0.5,3]:2)*output:y(1)\n", 1, "float32",
                        "quantization parameters on a float32 weight"},
         ParseErrorCase{"weight_output", "a:Add*input:x(1)*output:y.bin(float32:1)\n", 1, "y.bin",

@@ -1,0 +1,316 @@
+// 8-bit weights: onnxstream-convert --quantize w8 (per-channel symmetric int8) against ONNX Runtime on the
+// QDQ twin of each model (the exact reference for the quantized weights) and on the float model (a loose
+// bound), streamed weight chunks, OnnxStream's per-tensor uint8 model.txt syntax, and bad scales files.
+// Public C API only.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fstream>
+#include <random>
+#include <sys/stat.h>
+
+#include "common/conversion_util.h"
+#include "tools/npy.h"
+
+using namespace onnxstream::testing;
+using onnxstream::tools::NpyArray;
+using onnxstream::tools::read_npy;
+
+namespace {
+
+std::string cases_dir() {
+    const char *d = std::getenv("ONNXSTREAM_QUANT_CASES");
+    return d ? d : "";
+}
+
+uint64_t file_size(const std::string &path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+uint64_t bin_bytes(const std::string &dir) {
+    uint64_t total = 0;
+    DIR *d = ::opendir(dir.c_str());
+    if (!d) return 0;
+    while (dirent *e = ::readdir(d)) {
+        std::string name = e->d_name;
+        if (name.size() > 4 && name.substr(name.size() - 4) == ".bin") total += file_size(dir + "/" + name);
+    }
+    ::closedir(d);
+    return total;
+}
+
+void collect(void *user, onnxstream_log_level_t level, const char *message) {
+    auto *c = static_cast<Conversion *>(user);
+    if (level >= ONNXSTREAM_LOG_WARNING) c->warnings.push_back(message);
+    else c->report += message;
+}
+
+Conversion convert_w8(const std::string &onnx, const std::string &out, int32_t quantize = 1, bool fp16 = false) {
+    Conversion c;
+    onnxstream_convert_options_t o;
+    onnxstream_convert_options_init(&o);
+    o.quantize = quantize;
+    o.fp16 = fp16;
+    o.report_fn = collect;
+    o.report_user_data = &c;
+    c.status = onnxstream_convert_onnx(onnx.c_str(), out.c_str(), &o);
+    if (c.status != ONNXSTREAM_OK) c.message = onnxstream_last_error();
+    return c;
+}
+
+void write_file(const std::string &path, const void *data, size_t n) {
+    std::ofstream f(path, std::ios::binary);
+    f.write(static_cast<const char *>(data), static_cast<std::streamsize>(n));
+    ASSERT_TRUE(f.good()) << path;
+}
+
+struct Handle {
+    onnxstream_model_t *m = nullptr;
+    ~Handle() { onnxstream_model_destroy(m); }
+};
+
+// Create a model (weight_chunk_bytes 0 = the default) and load dir; returns the load status.
+onnxstream_status_t load(Handle &h, const std::string &dir, uint64_t chunk_bytes = 0) {
+    onnxstream_model_options_t o;
+    onnxstream_model_options_init(&o);
+    o.weight_chunk_bytes = chunk_bytes;
+    o.provider = ONNXSTREAM_PROVIDER_NOCACHE;
+    EXPECT_EQ(onnxstream_model_create(&o, &h.m), ONNXSTREAM_OK);
+    return onnxstream_model_load(h.m, dir.c_str());
+}
+
+// Run the model in `dir` on one float32 input and return output `out`.
+std::vector<float> run_one(const std::string &dir, const char *in, const std::vector<int64_t> &shape,
+                           const std::vector<float> &x, const char *out, uint64_t chunk_bytes = 0) {
+    Handle h;
+    onnxstream_status_t st = load(h, dir, chunk_bytes);
+    EXPECT_EQ(st, ONNXSTREAM_OK) << onnxstream_model_last_error(h.m);
+    if (st != ONNXSTREAM_OK) return {};
+    EXPECT_EQ(onnxstream_model_push_tensor(h.m, in, ONNXSTREAM_DTYPE_FLOAT32, shape.size(), shape.data(), x.data(),
+                                           x.size() * 4),
+              ONNXSTREAM_OK)
+        << onnxstream_model_last_error(h.m);
+    st = onnxstream_model_run(h.m);
+    EXPECT_EQ(st, ONNXSTREAM_OK) << onnxstream_model_last_error(h.m);
+    if (st != ONNXSTREAM_OK) return {};
+    onnxstream_tensor_view_t v;
+    std::memset(&v, 0, sizeof(v));
+    v.struct_size = sizeof(v);
+    EXPECT_EQ(onnxstream_model_get_output_by_name(h.m, out, &v), ONNXSTREAM_OK) << onnxstream_model_last_error(h.m);
+    const float *p = static_cast<const float *>(v.data);
+    size_t n = 1;
+    for (size_t i = 0; i < v.rank; ++i) n *= static_cast<size_t>(v.shape[i]);
+    return std::vector<float>(p, p + n);
+}
+
+std::vector<float> npy_floats(const NpyArray &a) {
+    std::vector<float> v(a.data.size() / 4);
+    std::memcpy(v.data(), a.data.data(), v.size() * 4);
+    return v;
+}
+
+size_t count_of(const std::string &text, const std::string &what) {
+    size_t n = 0;
+    for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+    return n;
+}
+
+class ConvertW8 : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ConvertW8, MatchesQdqTwinAndFloatModel) {
+    ASSERT_FALSE(cases_dir().empty()) << "ONNXSTREAM_QUANT_CASES is not set (run through meson test)";
+    const std::string name = GetParam();
+    const std::string float_case = cases_dir() + "/models/" + name, qdq_case = float_case + "_qdq";
+    Scratch scratch("onnxstream-quant-test");
+    const std::string q_dir = scratch.path() + "/w8", f_dir = scratch.path() + "/f32";
+    Conversion q = convert_w8(float_case + "/model.onnx", q_dir);
+    ASSERT_EQ(q.status, ONNXSTREAM_OK) << q.message;
+    Conversion f = convert_w8(float_case + "/model.onnx", f_dir, 0);
+    ASSERT_EQ(f.status, ONNXSTREAM_OK) << f.message;
+
+    const std::string txt = read_text(q_dir + "/model.txt");
+    const size_t expected_count = std::stoul(read_text(float_case + "/quantized_count.txt"));
+    EXPECT_EQ(count_of(txt, "(int8[@"), expected_count) << txt;
+    EXPECT_EQ(count_of(read_text(f_dir + "/model.txt"), "int8"), 0u);
+    EXPECT_NE(q.report.find("int8 per-channel weights: " + std::to_string(expected_count)), std::string::npos)
+        << q.report;
+    // Every referenced scales file exists.
+    for (size_t p = txt.find("[@"); p != std::string::npos; p = txt.find("[@", p + 1)) {
+        std::string file = txt.substr(p + 2, txt.find(',', p) - p - 2);
+        EXPECT_TRUE(exists(q_dir + "/" + file)) << file;
+    }
+    const uint64_t qb = bin_bytes(q_dir), fb = bin_bytes(f_dir);
+    std::printf("%s: weights %llu bytes float32, %llu bytes w8 (%.3f)\n", name.c_str(),
+                static_cast<unsigned long long>(fb), static_cast<unsigned long long>(qb),
+                static_cast<double>(qb) / static_cast<double>(fb));
+    EXPECT_LT(static_cast<double>(qb), 0.3 * static_cast<double>(fb));
+
+    run_and_compare(q_dir, qdq_case, 1e-5, 1e-3);
+    run_and_compare(q_dir, float_case, 2e-2, 1.0);
+}
+
+TEST_P(ConvertW8, StreamedChunksGiveTheSameResult) {
+    ASSERT_FALSE(cases_dir().empty());
+    const std::string float_case = cases_dir() + "/models/" + GetParam();
+    Scratch scratch("onnxstream-quant-test");
+    const std::string q_dir = scratch.path() + "/w8";
+    Conversion q = convert_w8(float_case + "/model.onnx", q_dir);
+    ASSERT_EQ(q.status, ONNXSTREAM_OK) << q.message;
+    NpyArray x = read_npy(float_case + "/input_0.npy");
+    std::vector<float> whole = run_one(q_dir, "x", x.shape, npy_floats(x), "y", UINT64_MAX);
+    std::vector<float> chunked = run_one(q_dir, "x", x.shape, npy_floats(x), "y", 2048);
+    ASSERT_EQ(whole.size(), chunked.size());
+    ASSERT_FALSE(whole.empty());
+    Compare c = compare(chunked.data(), whole.data(), whole.size());
+    EXPECT_LE(c.rel_l2, 1e-6);
+}
+
+// --fp16 with --quantize w8: int8 weights beside float16 biases (and the small weights left float).
+TEST_P(ConvertW8, WithFp16) {
+    ASSERT_FALSE(cases_dir().empty());
+    const std::string float_case = cases_dir() + "/models/" + GetParam();
+    Scratch scratch("onnxstream-quant-test");
+    Conversion q = convert_w8(float_case + "/model.onnx", scratch.out(), 1, true);
+    ASSERT_EQ(q.status, ONNXSTREAM_OK) << q.message;
+    const std::string txt = read_text(scratch.out() + "/model.txt");
+    EXPECT_EQ(count_of(txt, "(int8[@"), std::stoul(read_text(float_case + "/quantized_count.txt")));
+    EXPECT_NE(txt.find("(float16:"), std::string::npos);
+    run_and_compare(scratch.out(), float_case + "_qdq", 2e-3, 1e-2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ConvertW8, ::testing::Values("cnn", "mlp"));
+
+TEST(ConvertW8Options, BadQuantizeValueIsRejected) {
+    Scratch scratch("onnxstream-quant-test");
+    Conversion c = convert_w8(cases_dir() + "/models/cnn/model.onnx", scratch.out(), 2);
+    EXPECT_EQ(c.status, ONNXSTREAM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(c.message.find("quantize"), std::string::npos) << c.message;
+    EXPECT_FALSE(exists(scratch.out()));
+}
+
+TEST(ConvertW8Options, Cli) {
+    const char *exe = std::getenv("ONNXSTREAM_CONVERT_EXE");
+    if (!exe) GTEST_SKIP() << "onnxstream-convert is not built";
+    Scratch scratch("onnxstream-quant-test");
+    std::string cmd = std::string(exe) + " " + cases_dir() + "/models/mlp/model.onnx " + scratch.out() +
+                      " --quantize w8 --report 2>&1";
+    FILE *p = ::popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string out;
+    char buf[512];
+    while (size_t n = std::fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
+    EXPECT_EQ(::pclose(p), 0) << out;
+    EXPECT_NE(out.find("int8 per-channel weights: 2, saving"), std::string::npos) << out;
+    cmd = std::string(exe) + " " + cases_dir() + "/models/mlp/model.onnx " + scratch.path() + "/other --quantize w4 2>&1";
+    p = ::popen(cmd.c_str(), "r");
+    out.clear();
+    while (size_t n = std::fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
+    EXPECT_NE(::pclose(p), 0);
+    EXPECT_NE(out.find("--quantize w4 is not supported"), std::string::npos) << out;
+}
+
+// OnnxStream's per-tensor uint8 syntax on a Conv weight stored OHWI (w_nhwc.bin), against numpy.
+TEST(HandWritten, PerTensorUint8Conv) {
+    const std::string dir = cases_dir() + "/handwritten/conv_u8";
+    NpyArray x = read_npy(dir + "/input_0.npy"), want = read_npy(dir + "/expected_0.npy");
+    std::vector<float> got = run_one(dir, "x", x.shape, npy_floats(x), "y");
+    ASSERT_EQ(got.size(), want.data.size() / 4);
+    Compare c = compare(got.data(), npy_floats(want).data(), got.size());
+    EXPECT_LE(c.rel_l2, 1e-5);
+}
+
+// A per-channel MatMul weight [K, N] (axis 1) and a Gemm transB=1 weight [N, N] (axis 0), written by hand,
+// against a float64 reference, whole and streamed in small row chunks.
+class PerChannelFolder {
+public:
+    static constexpr int M = 3, K = 64, N = 48;
+    explicit PerChannelFolder(Scratch &s) : dir(s.path() + "/pc") {
+        ::mkdir(dir.c_str(), 0755);
+        std::mt19937 rng(5);
+        std::uniform_int_distribution<int> qd(-127, 127);
+        std::uniform_real_distribution<float> fd(0.001f, 0.02f), xd(-1.0f, 1.0f);
+        q1.resize(K * N);
+        q2.resize(N * N);
+        s1.resize(N);
+        s2.resize(N);
+        x.resize(M * K);
+        for (auto &v : q1) v = static_cast<int8_t>(qd(rng));
+        for (auto &v : q2) v = static_cast<int8_t>(qd(rng));
+        for (auto &v : s1) v = fd(rng);
+        for (auto &v : s2) v = fd(rng);
+        for (auto &v : x) v = xd(rng);
+        write_file(dir + "/w1.bin", q1.data(), q1.size());
+        write_file(dir + "/w1_scales.bin", s1.data(), s1.size() * 4);
+        write_file(dir + "/w2.bin", q2.data(), q2.size());
+        write_file(dir + "/w2_scales.bin", s2.data(), s2.size() * 4);
+        model_txt = "mm:MatMul*input:x(3,64);w1.bin(int8[@w1_scales.bin,1]:64,48)*output:h(3,48)\n"
+                    "gm:Gemm*input:h(3,48);w2.bin(int8[@w2_scales.bin,0]:48,48)*output:y(3,48)*transB:1\n";
+        write_file(dir + "/model.txt", model_txt.data(), model_txt.size());
+        // Reference in float64.
+        std::vector<double> h(M * N, 0.0);
+        for (int m = 0; m < M; ++m)
+            for (int n = 0; n < N; ++n)
+                for (int k = 0; k < K; ++k) h[m * N + n] += double(x[m * K + k]) * (float(q1[k * N + n]) * s1[n]);
+        for (int m = 0; m < M; ++m)
+            for (int n = 0; n < N; ++n) {
+                double acc = 0;
+                for (int k = 0; k < N; ++k) acc += float(h[m * N + k]) * double(float(q2[n * N + k]) * s2[n]);
+                want.push_back(static_cast<float>(acc));
+            }
+    }
+    std::string dir, model_txt;
+    std::vector<int8_t> q1, q2;
+    std::vector<float> s1, s2, x, want;
+};
+
+TEST(HandWritten, PerChannelMatMulAndGemm) {
+    Scratch scratch("onnxstream-quant-test");
+    PerChannelFolder f(scratch);
+    for (uint64_t chunk : {uint64_t(0), uint64_t(UINT64_MAX), uint64_t(512)}) {
+        SCOPED_TRACE("weight_chunk_bytes " + std::to_string(chunk));
+        std::vector<float> got = run_one(f.dir, "x", {3, 64}, f.x, "y", chunk);
+        ASSERT_EQ(got.size(), f.want.size());
+        Compare c = compare(got.data(), f.want.data(), got.size());
+        EXPECT_LE(c.rel_l2, 1e-5);
+    }
+}
+
+TEST(HandWritten, ScalesFileOfTheWrongSize) {
+    Scratch scratch("onnxstream-quant-test");
+    PerChannelFolder f(scratch);
+    std::vector<float> short_scales(47, 0.01f);
+    write_file(f.dir + "/w1_scales.bin", short_scales.data(), short_scales.size() * 4);
+    Handle h;
+    EXPECT_EQ(load(h, f.dir), ONNXSTREAM_ERR_INVALID_MODEL);
+    std::string msg = onnxstream_model_last_error(h.m);
+    EXPECT_NE(msg.find("w1_scales.bin has 188 bytes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("48 float32 scales along axis 1"), std::string::npos) << msg;
+}
+
+TEST(HandWritten, MissingScalesFile) {
+    Scratch scratch("onnxstream-quant-test");
+    PerChannelFolder f(scratch);
+    ASSERT_EQ(std::remove((f.dir + "/w2_scales.bin").c_str()), 0);
+    Handle h;
+    EXPECT_EQ(load(h, f.dir), ONNXSTREAM_ERR_IO);
+    std::string msg = onnxstream_model_last_error(h.m);
+    EXPECT_NE(msg.find("w2_scales.bin"), std::string::npos) << msg;
+}
+
+TEST(HandWritten, BadScaleValue) {
+    Scratch scratch("onnxstream-quant-test");
+    PerChannelFolder f(scratch);
+    f.s1[7] = -1.0f;
+    write_file(f.dir + "/w1_scales.bin", f.s1.data(), f.s1.size() * 4);
+    Handle h;
+    EXPECT_EQ(load(h, f.dir), ONNXSTREAM_ERR_INVALID_MODEL);
+    std::string msg = onnxstream_model_last_error(h.m);
+    EXPECT_NE(msg.find("scale 7 is -1"), std::string::npos) << msg;
+}
+
+} // namespace
