@@ -534,4 +534,65 @@ void replace_uses(IrGraph &g, const std::string &from, const std::string &to) {
         if (out == from) out = to;
 }
 
+void drop_nodes(IrGraph &g, const std::vector<bool> &removed) {
+    std::vector<Node> kept;
+    kept.reserve(g.nodes.size());
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+        if (!removed[i]) kept.push_back(std::move(g.nodes[i]));
+    g.nodes = std::move(kept);
+}
+
+bool static_shape_of(const IrGraph &g, const std::string &name, Shape &shape) {
+    auto it = g.constants.find(name);
+    if (it != g.constants.end()) {
+        shape = it->second.shape();
+        return true;
+    }
+    const ValueType *t = g.type_of(name);
+    if (!t || !t->is_static()) return false;
+    shape = t->dims;
+    return true;
+}
+
+int32_t elem_type_of(const IrGraph &g, const std::string &name) {
+    auto it = g.constants.find(name);
+    if (it != g.constants.end()) return it->second.type();
+    const ValueType *t = g.type_of(name);
+    return t ? t->elem_type : 0;
+}
+
+bool int_constant(const IrGraph &g, const std::string &name, std::vector<int64_t> &out) {
+    auto it = g.constants.find(name);
+    if (it == g.constants.end()) return false;
+    int32_t t = it->second.type();
+    if (t != kOnnxInt64 && t != kOnnxInt32) return false;
+    out = it->second.int_values();
+    return true;
+}
+
+onnx::AttributeProto ints_attr(const std::string &key, const std::vector<int64_t> &values) {
+    onnx::AttributeProto a;
+    a.set_name(key);
+    a.set_type(onnx::AttributeProto::INTS);
+    for (int64_t v : values) a.add_ints(v);
+    return a;
+}
+
+onnx::AttributeProto int_attr(const std::string &key, int64_t value) {
+    onnx::AttributeProto a;
+    a.set_name(key);
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(value);
+    return a;
+}
+
+void set_attr(Node &n, onnx::AttributeProto attr) {
+    for (auto &existing : n.attrs)
+        if (existing.name() == attr.name()) {
+            existing = std::move(attr);
+            return;
+        }
+    n.attrs.push_back(std::move(attr));
+}
+
 } // namespace onnxstream::importer

@@ -168,4 +168,18 @@ void topo_sort(IrGraph &g);
 // Point every read of `from` (node inputs and graph outputs) at `to`.
 void replace_uses(IrGraph &g, const std::string &from, const std::string &to);
 
+// Remove the nodes whose flag is set (one flag per node, in g.nodes order), keeping the others' order.
+void drop_nodes(IrGraph &g, const std::vector<bool> &removed);
+
+// What passes ask about a value: its static shape (constants included; false when unknown), its element
+// type (0 when unknown), and the values of an int64/int32 constant (false when it is not one).
+bool static_shape_of(const IrGraph &g, const std::string &name, Shape &shape);
+int32_t elem_type_of(const IrGraph &g, const std::string &name);
+bool int_constant(const IrGraph &g, const std::string &name, std::vector<int64_t> &out);
+
+// Attributes for rewritten nodes, and setting one on a node (replacing an attribute of the same name).
+onnx::AttributeProto ints_attr(const std::string &key, const std::vector<int64_t> &values);
+onnx::AttributeProto int_attr(const std::string &key, int64_t value);
+void set_attr(Node &n, onnx::AttributeProto attr);
+
 } // namespace onnxstream::importer

@@ -254,7 +254,7 @@ bool fuse_attention(IrGraph &g) {
         }
         sdpa.outputs = {mm2->outputs[0]};
         sdpa.attrs = {match::attr_float("scale", static_cast<float>(scale)),
-                      match::attr_int("transpose_k", transpose_k)};
+                      int_attr("transpose_k", transpose_k)};
         for (Node *p : chain)
             if (p != mm2) m.remove(m.index_of(*p));
         *mm2 = std::move(sdpa);

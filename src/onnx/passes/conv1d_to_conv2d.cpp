@@ -11,14 +11,6 @@ namespace onnxstream::importer {
 
 namespace {
 
-onnx::AttributeProto ints_attr(const std::string &key, const std::vector<int64_t> &values) {
-    onnx::AttributeProto a;
-    a.set_name(key);
-    a.set_type(onnx::AttributeProto::INTS);
-    for (int64_t v : values) a.add_ints(v);
-    return a;
-}
-
 bool float_type(int32_t t) { return t == kOnnxFloat || t == kOnnxFloat16; }
 
 bool convertible(const IrGraph &g, const Node &n) {

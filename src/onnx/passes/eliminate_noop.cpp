@@ -9,25 +9,6 @@ namespace onnxstream::importer {
 
 namespace {
 
-int32_t elem_type_of(const IrGraph &g, const std::string &name) {
-    auto it = g.constants.find(name);
-    if (it != g.constants.end()) return it->second.type();
-    const ValueType *t = g.type_of(name);
-    return t ? t->elem_type : 0;
-}
-
-bool static_shape_of(const IrGraph &g, const std::string &name, Shape &shape) {
-    auto it = g.constants.find(name);
-    if (it != g.constants.end()) {
-        shape = it->second.shape();
-        return true;
-    }
-    const ValueType *t = g.type_of(name);
-    if (!t || !t->is_static()) return false;
-    shape = t->dims;
-    return true;
-}
-
 bool same_static_shape(const IrGraph &g, const std::string &a, const std::string &b) {
     Shape sa, sb;
     return static_shape_of(g, a, sa) && static_shape_of(g, b, sb) && sa == sb;

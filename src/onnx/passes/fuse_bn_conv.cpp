@@ -99,11 +99,7 @@ bool fuse_batchnorm_into_conv(IrGraph &g) {
         changed = true;
     }
     if (!changed) return false;
-    std::vector<Node> kept;
-    kept.reserve(g.nodes.size());
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-        if (!removed[i]) kept.push_back(std::move(g.nodes[i]));
-    g.nodes = std::move(kept);
+    drop_nodes(g, removed);
     return true;
 }
 

@@ -14,46 +14,12 @@ namespace onnxstream::importer {
 
 namespace {
 
-bool static_shape_of(const IrGraph &g, const std::string &name, Shape &shape) {
-    auto it = g.constants.find(name);
-    if (it != g.constants.end()) {
-        shape = it->second.shape();
-        return true;
-    }
-    const ValueType *t = g.type_of(name);
-    if (!t || !t->is_static()) return false;
-    shape = t->dims;
-    return true;
-}
-
-bool int_constant(const IrGraph &g, const std::string &name, std::vector<int64_t> &out) {
-    auto it = g.constants.find(name);
-    if (it == g.constants.end()) return false;
-    int32_t t = it->second.type();
-    if (t != kOnnxInt64 && t != kOnnxInt32) return false;
-    out = it->second.int_values();
-    return true;
-}
-
 std::string add_int64_constant(IrGraph &g, const std::string &base, const std::vector<int64_t> &values) {
     std::string name = g.fresh_name(base);
     std::string bytes(values.size() * sizeof(int64_t), '\0');
     if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
     g.constants[name] = ConstantData::in_memory(kOnnxInt64, {static_cast<int64_t>(values.size())}, std::move(bytes));
     return name;
-}
-
-void set_ints(Node &n, const std::string &key, const std::vector<int64_t> &values) {
-    onnx::AttributeProto a;
-    a.set_name(key);
-    a.set_type(onnx::AttributeProto::INTS);
-    for (int64_t v : values) a.add_ints(v);
-    for (auto &existing : n.attrs)
-        if (existing.name() == key) {
-            existing = std::move(a);
-            return;
-        }
-    n.attrs.push_back(std::move(a));
 }
 
 bool is_reshape_like(const std::string &op) {
@@ -82,7 +48,7 @@ bool fuse_transposes(IrGraph &g, const Node &first, Node &second) {
     std::vector<int64_t> perm(p2.size());
     for (size_t i = 0; i < p2.size(); ++i) perm[i] = p1[static_cast<size_t>(p2[i])];
     second.inputs = {first.inputs[0]};
-    set_ints(second, "perm", perm);
+    set_attr(second, ints_attr("perm", perm));
     return true;
 }
 
@@ -176,11 +142,7 @@ bool fuse_chains(IrGraph &g) {
         }
     }
     if (!changed) return false;
-    std::vector<Node> kept;
-    kept.reserve(g.nodes.size());
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-        if (!removed[i]) kept.push_back(std::move(g.nodes[i]));
-    g.nodes = std::move(kept);
+    drop_nodes(g, removed);
     return true;
 }
 

@@ -16,32 +16,6 @@ namespace onnxstream::importer {
 
 namespace {
 
-void set_ints(Node &n, const std::string &key, const std::vector<int64_t> &values) {
-    onnx::AttributeProto a;
-    a.set_name(key);
-    a.set_type(onnx::AttributeProto::INTS);
-    for (int64_t v : values) a.add_ints(v);
-    for (auto &existing : n.attrs)
-        if (existing.name() == key) {
-            existing = std::move(a);
-            return;
-        }
-    n.attrs.push_back(std::move(a));
-}
-
-void set_int(Node &n, const std::string &key, int64_t value) {
-    onnx::AttributeProto a;
-    a.set_name(key);
-    a.set_type(onnx::AttributeProto::INT);
-    a.set_i(value);
-    for (auto &existing : n.attrs)
-        if (existing.name() == key) {
-            existing = std::move(a);
-            return;
-        }
-    n.attrs.push_back(std::move(a));
-}
-
 void erase_attr(Node &n, const std::string &key) {
     for (size_t i = 0; i < n.attrs.size(); ++i)
         if (n.attrs[i].name() == key) {
@@ -53,15 +27,6 @@ void erase_attr(Node &n, const std::string &key) {
 std::string attr_string(const Node &n, const std::string &key, const std::string &fallback) {
     const onnx::AttributeProto *a = n.attr(key);
     return a ? a->s() : fallback;
-}
-
-bool int_constant(const IrGraph &g, const std::string &name, std::vector<int64_t> &out) {
-    auto it = g.constants.find(name);
-    if (it == g.constants.end()) return false;
-    int32_t t = it->second.type();
-    if (t != kOnnxInt64 && t != kOnnxInt32) return false;
-    out = it->second.int_values();
-    return true;
 }
 
 size_t rank_of(const IrGraph &g, const std::string &name) {
@@ -127,7 +92,7 @@ bool merge_into(Node &op, const std::vector<int64_t> &pads) {
         own[spatial + i] += pads[rank + 2 + i];
     }
     erase_attr(op, "auto_pad");
-    set_ints(op, "pads", own);
+    set_attr(op, ints_attr("pads", own));
     return true;
 }
 
@@ -190,18 +155,14 @@ bool fuse_pad(IrGraph &g) {
         Node merged = op;
         if (!merge_into(merged, pads)) continue;
         if (max && !max_windows_touch_input(merged)) continue;
-        if (avg) set_int(merged, "count_include_pad", 1);
+        if (avg) set_attr(merged, int_attr("count_include_pad", 1));
         merged.inputs[0] = pad.inputs[0];
         op = std::move(merged);
         removed[static_cast<size_t>(p->second)] = true;
         changed = true;
     }
     if (!changed) return false;
-    std::vector<Node> kept;
-    kept.reserve(g.nodes.size());
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-        if (!removed[i]) kept.push_back(std::move(g.nodes[i]));
-    g.nodes = std::move(kept);
+    drop_nodes(g, removed);
     return true;
 }
 

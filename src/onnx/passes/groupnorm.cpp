@@ -135,7 +135,7 @@ bool fuse_groupnorm(IrGraph &g) {
         g.constants[gn.inputs[2]] = match::float_constant(type, {c}, bias);
         gn.outputs = {out};
         gn.attrs = {match::attr_float("epsilon", in.attr_float("epsilon", 1e-5f))};
-        if (sandwich) gn.attrs.push_back(match::attr_int("num_groups", groups));
+        if (sandwich) gn.attrs.push_back(int_attr("num_groups", groups));
         Node *last = chain.back();
         for (Node *p : chain)
             if (p != last) m.remove(m.index_of(*p));

@@ -153,7 +153,7 @@ bool fuse_layernorm(IrGraph &g) {
             g.constants[ln.inputs[2]] = match::float_constant(type, norm, bias);
         }
         ln.outputs = {out};
-        ln.attrs = {match::attr_int("axis", axis), match::attr_float("epsilon", static_cast<float>(eps))};
+        ln.attrs = {int_attr("axis", axis), match::attr_float("epsilon", static_cast<float>(eps))};
         Node *last = chain.back();
         for (Node *p : chain)
             if (p != last) m.remove(m.index_of(*p));

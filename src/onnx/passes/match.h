@@ -21,14 +21,6 @@ inline bool is_float(int32_t elem_type) { return elem_type == kOnnxFloat || elem
 // Whether the engine can run `op_type` (a pass must not produce an op the engine lacks).
 inline bool engine_has(const char *op_type) { return Registry::builtin().find(op_type) != nullptr; }
 
-inline onnx::AttributeProto attr_int(const std::string &name, int64_t v) {
-    onnx::AttributeProto a;
-    a.set_name(name);
-    a.set_type(onnx::AttributeProto::INT);
-    a.set_i(v);
-    return a;
-}
-
 inline onnx::AttributeProto attr_float(const std::string &name, float v) {
     onnx::AttributeProto a;
     a.set_name(name);
@@ -133,11 +125,7 @@ public:
         bool any = false;
         for (bool r : removed_) any |= r;
         if (!any) return false;
-        std::vector<Node> kept;
-        kept.reserve(g.nodes.size());
-        for (size_t i = 0; i < g.nodes.size(); ++i)
-            if (!removed_[i]) kept.push_back(std::move(g.nodes[i]));
-        g.nodes = std::move(kept);
+        drop_nodes(g, removed_);
         topo_sort(g);
         return true;
     }

@@ -12,17 +12,8 @@ namespace {
 bool float_type(int32_t t) { return t == kOnnxFloat || t == kOnnxFloat16; }
 
 bool static_shape_of(const IrGraph &g, const std::string &name, Shape &shape, int32_t &type) {
-    auto it = g.constants.find(name);
-    if (it != g.constants.end()) {
-        shape = it->second.shape();
-        type = it->second.type();
-        return true;
-    }
-    const ValueType *t = g.type_of(name);
-    if (!t || !t->is_static()) return false;
-    shape = t->dims;
-    type = t->elem_type;
-    return true;
+    type = elem_type_of(g, name);
+    return static_shape_of(g, name, shape);
 }
 
 // The bias must broadcast to [m, n] (right-aligned, each dim 1 or equal) so that Gemm's C covers the Add.
@@ -74,11 +65,7 @@ bool matmul_add_to_gemm(IrGraph &g) {
         }
     }
     if (!changed) return false;
-    std::vector<Node> kept;
-    kept.reserve(g.nodes.size());
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-        if (!removed[i]) kept.push_back(std::move(g.nodes[i]));
-    g.nodes = std::move(kept);
+    drop_nodes(g, removed);
     return true;
 }
 
