@@ -15,12 +15,19 @@ static const char *usage =
     "usage: sd --models-path DIR [--prompt TEXT] [--neg-prompt TEXT] [--steps N] [--seed N] [--cfg SCALE]\n"
     "          [--sampler euler_a|euler|heun|dpm++2m|dpm++2m_karras|ddim|lcm] [--output FILE.png]\n"
     "          [--save-latents FILE] [--decode-latents FILE] [--decoder-fp16] [--threads N]\n"
-    "          [--rpi] [--rpi-lowmem] [--ops-printf] [--tokenizer PATH] [--print-tokens] [--help]\n"
+    "          [--memory-mode min|balanced|max-speed] [--attention auto|full|sliced|flash]\n"
+    "          [--tiled-decode] [--tile-overlap N] [--rpi] [--rpi-lowmem] [--ops-printf]\n"
+    "          [--tokenizer PATH] [--print-tokens] [--help]\n"
     "  --models-path      folder with text_encoder_fp32/, unet_fp16/ (or unet_fp32/), vae_decoder_fp32/\n"
     "                     (or vae_decoder_fp16/) and tokenizer/ (OnnxStream's SD 1.5 layout)\n"
     "  --cfg              classifier-free guidance scale (default 7.5)\n"
     "  --seed             any 64-bit number (default 0); same seed, same image on every platform\n"
-    "  --rpi, --rpi-lowmem  lowest-memory settings: weights read per op (nocache provider)\n"
+    "  --memory-mode      min (smallest working set), balanced (default) or max-speed (everything in RAM)\n"
+    "  --tiled-decode     decode the latent in overlapping tiles with <decoder>_l32/ (the decoder converted\n"
+    "                     for 32x32 latents); --tile-overlap sets the shared latent cells (default 8)\n"
+    "  --rpi              memory mode min (a 1 GB board)\n"
+    "  --rpi-lowmem       the lowest memory (a 512 MB board): memory mode min, weights read per op without\n"
+    "                     read-ahead, flash attention, tiled decoding when <decoder>_l32/ exists\n"
     "  --tokenizer        a folder with vocab.txt + merges.txt, or bpe_simple_vocab_16e6.txt.gz\n"
     "  --print-tokens     print the prompt's token ids (one line per 75-token chunk) and exit\n";
 
@@ -71,8 +78,17 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--decoder-fp16")) {
             o.decoder_fp16 = 1;
             takes_value = 0;
-        } else if (!strcmp(a, "--rpi") || !strcmp(a, "--rpi-lowmem")) {
+        } else if (!strcmp(a, "--rpi")) {
+            o.memory_mode = ONNXSTREAM_MEMORY_MIN;
+            if (o.tiled_decode == SD_TILED_AUTO) o.tiled_decode = SD_TILED_NEVER;
+            takes_value = 0;
+        } else if (!strcmp(a, "--rpi-lowmem")) {
+            o.memory_mode = ONNXSTREAM_MEMORY_MIN;
             o.provider = ONNXSTREAM_PROVIDER_NOCACHE;
+            o.attention = ONNXSTREAM_ATTENTION_FLASH;
+            takes_value = 0;
+        } else if (!strcmp(a, "--tiled-decode")) {
+            o.tiled_decode = SD_TILED_ALWAYS;
             takes_value = 0;
         } else if (!strcmp(a, "--ops-printf")) {
             o.ops_printf = 1;
@@ -86,6 +102,20 @@ int main(int argc, char **argv) {
         } else if (!v) {
             fprintf(stderr, "sd: %s needs a value\n%s", a, usage);
             return 1;
+        } else if (!strcmp(a, "--memory-mode")) {
+            if (!strcmp(v, "min")) o.memory_mode = ONNXSTREAM_MEMORY_MIN;
+            else if (!strcmp(v, "balanced")) o.memory_mode = ONNXSTREAM_MEMORY_BALANCED;
+            else if (!strcmp(v, "max-speed")) o.memory_mode = ONNXSTREAM_MEMORY_MAX_SPEED;
+            else return die("--memory-mode expects min, balanced or max-speed");
+        } else if (!strcmp(a, "--attention")) {
+            if (!strcmp(v, "auto")) o.attention = ONNXSTREAM_ATTENTION_AUTO;
+            else if (!strcmp(v, "full")) o.attention = ONNXSTREAM_ATTENTION_FULL;
+            else if (!strcmp(v, "sliced")) o.attention = ONNXSTREAM_ATTENTION_SLICED;
+            else if (!strcmp(v, "flash")) o.attention = ONNXSTREAM_ATTENTION_FLASH;
+            else return die("--attention expects auto, full, sliced or flash");
+        } else if (!strcmp(a, "--tile-overlap")) {
+            if (!parse_u64(v, &n) || n > 64) return die("--tile-overlap expects 0..64 latent cells");
+            o.tile_overlap = (int)n;
         } else if (!strcmp(a, "--models-path")) {
             o.models_path = v;
         } else if (!strcmp(a, "--prompt")) {

@@ -10,6 +10,7 @@
 #include "image.h"
 #include "progress.h"
 #include "rng.h"
+#include "tiles.h"
 #include "tokenizer.h"
 
 /* The SD 1.x latent scale: the VAE decodes latents / 0.18215. */
@@ -41,7 +42,11 @@ void sd_pipeline_options_init(sd_pipeline_options_t *o) {
     o->steps = 20;
     o->cfg_scale = 7.5;
     o->sampler = SD_SAMPLER_EULER_A;
-    o->provider = ONNXSTREAM_PROVIDER_PREFETCH;
+    o->provider = ONNXSTREAM_PROVIDER_AUTO;
+    o->memory_mode = ONNXSTREAM_MEMORY_BALANCED;
+    o->attention = ONNXSTREAM_ATTENTION_AUTO;
+    o->tiled_decode = SD_TILED_AUTO;
+    o->tile_overlap = 8;
 }
 
 static int print_op(void *user, const onnxstream_progress_t *p) {
@@ -58,6 +63,8 @@ static onnxstream_status_t open_model(const sd_pipeline_options_t *o, const char
     onnxstream_model_options_init(&mo);
     mo.threads = o->threads;
     mo.provider = o->provider;
+    mo.memory_mode = o->memory_mode;
+    mo.attention = o->attention;
     onnxstream_model_t *m = NULL;
     onnxstream_status_t s = onnxstream_model_create(&mo, &m);
     if (s != ONNXSTREAM_OK) return fail(err, err_size, s, "%s: %s", what, onnxstream_last_error());
@@ -375,50 +382,162 @@ static onnxstream_status_t diffuse(const sd_pipeline_options_t *o, float *latent
     return s;
 }
 
+/* The decoder folder: vae_decoder_fp16/ when asked for (or when there is no fp32 one), else vae_decoder_fp32/. */
+static void decoder_dir(const sd_pipeline_options_t *o, char *path, size_t size) {
+    join(path, size, o->models_path, o->decoder_fp16 ? "vae_decoder_fp16" : "vae_decoder_fp32");
+    if (!o->decoder_fp16 && !is_dir(path)) join(path, size, o->models_path, "vae_decoder_fp16");
+}
+
+/* Runs the decoder on one (1,C,h,w) latent (already divided by the latent scale); on success *out views
+ * the (1,3,H,W) float32 output, valid until the model's next run. */
+static onnxstream_status_t vae_run(onnxstream_model_t *vae, const float *z, const int64_t shape[4],
+                                   onnxstream_tensor_view_t *out, char *err, size_t err_size) {
+    size_t n = (size_t)(shape[1] * shape[2] * shape[3]);
+    onnxstream_status_t s =
+        onnxstream_model_push_tensor(vae, "input.1", ONNXSTREAM_DTYPE_FLOAT32, 4, shape, z, n * sizeof(float));
+    if (s == ONNXSTREAM_OK) s = onnxstream_model_run(vae);
+    if (s == ONNXSTREAM_OK) {
+        out->struct_size = sizeof *out;
+        s = onnxstream_model_get_output(vae, 0, out);
+    }
+    if (s != ONNXSTREAM_OK) return fail(err, err_size, s, "vae decoder: %s", onnxstream_model_last_error(vae));
+    if (out->dtype != ONNXSTREAM_DTYPE_FLOAT32 || out->rank != 4 || out->shape[1] != 3)
+        return fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL, "vae decoder: output must be float32 (1,3,H,W)");
+    return ONNXSTREAM_OK;
+}
+
+/*
+ * Tiled decoding: overlapping (th x tw) latent tiles through the tile decoder, blended into *image
+ * (malloc'd 3 x H x W floats, H and W from the decoder's upscale factor).
+ */
+static onnxstream_status_t decode_tiles(const sd_pipeline_options_t *o, onnxstream_model_t *vae,
+                                        const float *latent, const int64_t lat[4], const int64_t tile[4],
+                                        float **image, int *img_w, int *img_h, char *err, size_t err_size) {
+    const int lh = (int)lat[2], lw = (int)lat[3], th = (int)tile[2], tw = (int)tile[3], c = (int)lat[1];
+    int overlap_y = o->tile_overlap < th ? o->tile_overlap : th - 1, overlap_x = o->tile_overlap < tw ? o->tile_overlap : tw - 1;
+    int ys[SD_TILES_MAX_PER_AXIS], xs[SD_TILES_MAX_PER_AXIS];
+    int ny = sd_tiles_axis(lh, th, overlap_y, ys, SD_TILES_MAX_PER_AXIS);
+    int nx = sd_tiles_axis(lw, tw, overlap_x, xs, SD_TILES_MAX_PER_AXIS);
+    if (ny < 0 || nx < 0 || th > lh || tw > lw)
+        return fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT,
+                    "cannot cut a %dx%d latent into %dx%d tiles overlapping by %d", lh, lw, th, tw, o->tile_overlap);
+    float *z = malloc((size_t)c * th * tw * sizeof(float));
+    float *acc = NULL, *wsum = NULL;
+    int scale = 0, H = 0, W = 0;
+    onnxstream_status_t s = z ? ONNXSTREAM_OK : fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory");
+    sd_progress_t progress;
+    if (s == ONNXSTREAM_OK && !o->quiet) sd_progress_start(&progress, stderr, ny * nx);
+    for (int ty = 0; ty < ny && s == ONNXSTREAM_OK; ++ty) {
+        for (int tx = 0; tx < nx && s == ONNXSTREAM_OK; ++tx) {
+            for (int ch = 0; ch < c; ++ch)
+                for (int y = 0; y < th; ++y)
+                    for (int x = 0; x < tw; ++x)
+                        z[((size_t)ch * th + y) * tw + x] =
+                            (float)(latent[((size_t)ch * lh + ys[ty] + y) * lw + xs[tx] + x] / SD_LATENT_SCALE);
+            onnxstream_tensor_view_t v;
+            int64_t shape[4] = {1, c, th, tw};
+            s = vae_run(vae, z, shape, &v, err, err_size);
+            if (s != ONNXSTREAM_OK) break;
+            if (!acc) { /* the first tile tells the upscale factor */
+                scale = (int)(v.shape[2] / th);
+                H = lh * scale;
+                W = lw * scale;
+                if (scale < 1 || v.shape[2] != (int64_t)th * scale || v.shape[3] != (int64_t)tw * scale) {
+                    s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL, "vae decoder: a %dx%d tile decodes to "
+                             "%lldx%lld, not a whole multiple", th, tw, (long long)v.shape[2], (long long)v.shape[3]);
+                    break;
+                }
+                acc = calloc((size_t)3 * H * W, sizeof(float));
+                wsum = calloc((size_t)H * W, sizeof(float));
+                if (!acc || !wsum) {
+                    s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for the image");
+                    break;
+                }
+            }
+            int up = ty > 0 ? sd_tiles_overlap_after(ys, ny, th, ty - 1) : 0;
+            int left = tx > 0 ? sd_tiles_overlap_after(xs, nx, tw, tx - 1) : 0;
+            sd_tile_accumulate(acc, wsum, 3, H, W, (const float *)v.data, th * scale, tw * scale, ys[ty] * scale,
+                               xs[tx] * scale, up * scale, sd_tiles_overlap_after(ys, ny, th, ty) * scale,
+                               left * scale, sd_tiles_overlap_after(xs, nx, tw, tx) * scale);
+            if (!o->quiet) sd_progress_update(&progress, ty * nx + tx + 1);
+        }
+    }
+    if (!o->quiet && z) sd_progress_finish(&progress, ny * nx, "vae tiles");
+    if (s == ONNXSTREAM_OK) sd_tile_finish(acc, wsum, 3, H, W);
+    free(z);
+    free(wsum);
+    if (s != ONNXSTREAM_OK) {
+        free(acc);
+        return s;
+    }
+    *image = acc;
+    *img_w = W;
+    *img_h = H;
+    return s;
+}
+
+/* Opens the decoder (the tile decoder <decoder>_l32/ when tiling) and reports whether it decodes tiles. */
+static onnxstream_status_t open_decoder(const sd_pipeline_options_t *o, onnxstream_model_t **vae, int *tiled,
+                                        char *path, size_t path_size, char *err, size_t err_size) {
+    char base[4000];
+    decoder_dir(o, base, sizeof base);
+    snprintf(path, path_size, "%s_l32", base);
+    *tiled = o->tiled_decode == SD_TILED_ALWAYS ||
+             (o->tiled_decode == SD_TILED_AUTO && o->memory_mode == ONNXSTREAM_MEMORY_MIN && is_dir(path));
+    if (*tiled && !is_dir(path))
+        return fail(err, err_size, ONNXSTREAM_ERR_IO, "tiled decoding needs the tile decoder folder %s (the "
+                    "decoder converted with --input-shape input.1=1,4,32,32)", path);
+    if (!*tiled) snprintf(path, path_size, "%s", base);
+    return open_model(o, path, *tiled ? "vae tile decoder" : "vae decoder", vae, err, err_size);
+}
+
 static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *latent, int64_t lat_shape[4],
                                   char *err, size_t err_size) {
     char path[4096];
-    join(path, sizeof path, o->models_path, o->decoder_fp16 ? "vae_decoder_fp16" : "vae_decoder_fp32");
-    if (!o->decoder_fp16 && !is_dir(path)) join(path, sizeof path, o->models_path, "vae_decoder_fp16");
+    int tiled = 0;
     onnxstream_model_t *vae = NULL;
-    onnxstream_status_t s = open_model(o, path, "vae decoder", &vae, err, err_size);
+    onnxstream_status_t s = open_decoder(o, &vae, &tiled, path, sizeof path, err, err_size);
     if (s != ONNXSTREAM_OK) return s;
     int64_t decl[8];
-    size_t n = (size_t)(lat_shape[1] * lat_shape[2] * lat_shape[3]);
-    if (input_shape(vae, "input.1", decl, 8) != 4 || decl[1] != lat_shape[1] || decl[2] != lat_shape[2] ||
-        decl[3] != lat_shape[3]) {
+    int rank = input_shape(vae, "input.1", decl, 8);
+    int fits = rank == 4 && decl[1] == lat_shape[1] &&
+               (tiled ? decl[2] <= lat_shape[2] && decl[3] <= lat_shape[3]
+                      : decl[2] == lat_shape[2] && decl[3] == lat_shape[3]);
+    if (!fits) {
         onnxstream_model_destroy(vae);
         return fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL,
-                    "vae decoder (%s): expected input input.1 of shape (1,%lld,%lld,%lld)", path,
-                    (long long)lat_shape[1], (long long)lat_shape[2], (long long)lat_shape[3]);
+                    "vae decoder (%s): expected input input.1 of shape (1,%lld,%lld,%lld)%s", path,
+                    (long long)lat_shape[1], (long long)lat_shape[2], (long long)lat_shape[3],
+                    tiled ? " or a smaller tile" : "");
     }
-    float *scaled = malloc(n * sizeof(float));
-    if (!scaled) {
-        onnxstream_model_destroy(vae);
-        return fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory");
+    float *image = NULL;
+    int w = 0, h = 0;
+    if (tiled) {
+        s = decode_tiles(o, vae, latent, lat_shape, decl, &image, &w, &h, err, err_size);
+    } else {
+        size_t n = (size_t)(lat_shape[1] * lat_shape[2] * lat_shape[3]);
+        float *z = malloc(n * sizeof(float));
+        if (!z) s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory");
+        for (size_t i = 0; z && i < n; ++i) z[i] = (float)(latent[i] / SD_LATENT_SCALE);
+        onnxstream_tensor_view_t v;
+        int64_t shape[4] = {1, lat_shape[1], lat_shape[2], lat_shape[3]};
+        if (s == ONNXSTREAM_OK) s = vae_run(vae, z, shape, &v, err, err_size);
+        free(z);
+        if (s == ONNXSTREAM_OK) {
+            w = (int)v.shape[3];
+            h = (int)v.shape[2];
+            image = malloc((size_t)3 * w * h * sizeof(float));
+            if (!image) s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for the image");
+            else memcpy(image, v.data, (size_t)3 * w * h * sizeof(float));
+        }
     }
-    for (size_t i = 0; i < n; ++i) scaled[i] = (float)(latent[i] / SD_LATENT_SCALE);
-    int64_t shape[4] = {1, lat_shape[1], lat_shape[2], lat_shape[3]};
-    s = onnxstream_model_push_tensor(vae, "input.1", ONNXSTREAM_DTYPE_FLOAT32, 4, shape, scaled, n * sizeof(float));
-    free(scaled);
-    if (s == ONNXSTREAM_OK) s = onnxstream_model_run(vae);
-    if (s != ONNXSTREAM_OK) {
-        fail(err, err_size, s, "vae decoder: %s", onnxstream_model_last_error(vae));
-        onnxstream_model_destroy(vae);
-        return s;
-    }
-    onnxstream_tensor_view_t v;
-    v.struct_size = sizeof v;
-    s = onnxstream_model_get_output(vae, 0, &v);
-    if (s == ONNXSTREAM_OK && (v.dtype != ONNXSTREAM_DTYPE_FLOAT32 || v.rank != 4 || v.shape[1] != 3))
-        s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL, "vae decoder: output must be float32 (1,3,H,W)");
+    onnxstream_model_destroy(vae);
     if (s == ONNXSTREAM_OK && o->output) {
-        int w = (int)v.shape[3], h = (int)v.shape[2];
         uint8_t *rgb = malloc((size_t)w * (size_t)h * 3);
         if (!rgb) {
             s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for the image");
         } else {
-            sd_image_from_nchw((const float *)v.data, w, h, rgb);
+            sd_image_from_nchw(image, w, h, rgb);
             sd_image_params_t p = {o->prompt, o->negative_prompt, o->steps, sd_sampler_name(o->sampler),
                                    o->cfg_scale, o->seed, w, h, NULL};
             char *text = sd_image_format_parameters(&p);
@@ -427,8 +546,38 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
             free(rgb);
         }
     }
-    onnxstream_model_destroy(vae);
+    free(image);
     return s;
+}
+
+/*
+ * Latent shape for --decode-latents: the full decoder's declared input when that folder exists, else a
+ * square 4-channel latent matching the file's size (the tile decoder alone does not say the image size).
+ */
+static onnxstream_status_t decode_latent_shape(const sd_pipeline_options_t *o, int64_t lat_shape[4], char *err,
+                                               size_t err_size) {
+    char path[4096];
+    decoder_dir(o, path, sizeof path);
+    if (is_dir(path)) {
+        onnxstream_model_t *vae = NULL;
+        onnxstream_status_t s = open_model(o, path, "vae decoder", &vae, err, err_size);
+        if (s == ONNXSTREAM_OK && input_shape(vae, "input.1", lat_shape, 4) != 4)
+            s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL, "vae decoder (%s) has no input input.1", path);
+        onnxstream_model_destroy(vae);
+        return s;
+    }
+    struct stat st;
+    if (stat(o->decode_latents, &st) != 0)
+        return fail(err, err_size, ONNXSTREAM_ERR_IO, "cannot read latents file %s", o->decode_latents);
+    long side = lround(sqrt((double)st.st_size / (4.0 * sizeof(float))));
+    if (side < 1 || (off_t)(side * side * 4 * (long)sizeof(float)) != st.st_size)
+        return fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "latents file %s (%lld bytes) is not a square "
+                    "(1,4,h,h) float32 latent; give the full decoder folder %s so its size is known",
+                    o->decode_latents, (long long)st.st_size, path);
+    lat_shape[0] = 1;
+    lat_shape[1] = 4;
+    lat_shape[2] = lat_shape[3] = side;
+    return ONNXSTREAM_OK;
 }
 
 onnxstream_status_t sd_pipeline_run(const sd_pipeline_options_t *o, char *err, size_t err_size) {
@@ -445,15 +594,7 @@ onnxstream_status_t sd_pipeline_run(const sd_pipeline_options_t *o, char *err, s
     int64_t lat_shape[4] = {0, 0, 0, 0};
     onnxstream_status_t s = ONNXSTREAM_OK;
     if (o->decode_latents) {
-        /* The latent size comes from the decoder's declared input. */
-        char path[4096];
-        join(path, sizeof path, o->models_path, o->decoder_fp16 ? "vae_decoder_fp16" : "vae_decoder_fp32");
-        if (!o->decoder_fp16 && !is_dir(path)) join(path, sizeof path, o->models_path, "vae_decoder_fp16");
-        onnxstream_model_t *vae = NULL;
-        s = open_model(o, path, "vae decoder", &vae, err, err_size);
-        if (s == ONNXSTREAM_OK && input_shape(vae, "input.1", lat_shape, 4) != 4)
-            s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL, "vae decoder (%s) has no input input.1", path);
-        onnxstream_model_destroy(vae);
+        s = decode_latent_shape(o, lat_shape, err, err_size);
         size_t n = (size_t)(lat_shape[1] * lat_shape[2] * lat_shape[3]);
         if (s == ONNXSTREAM_OK && n > cap)
             s = fail(err, err_size, ONNXSTREAM_ERR_UNSUPPORTED, "latents larger than (1,4,256,256)");

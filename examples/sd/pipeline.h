@@ -9,6 +9,8 @@
  *                                 (B,77k,768) -> output 0 (B,4,h,w) (B = 1, or 2 for cond+uncond in one batch)
  *     (unet_fp32/ is used when unet_fp16/ is absent)
  *   <models>/vae_decoder_fp32/ or vae_decoder_fp16/   input input.1 (1,4,h,w) -> output 0 (1,3,8h,8w)
+ *   <models>/<decoder>_l32/       optional: the same decoder converted for (1,4,32,32) latent tiles (any tile
+ *                                 size works; it is read from the folder's model), used for tiled decoding
  *   <models>/tokenizer/           vocab.txt + merges.txt (or pass tokenizer_path)
  * Image and latent sizes are read from the models' declared input shapes.
  */
@@ -21,6 +23,13 @@
 #include "onnxstream.h"
 #include "scheduler.h"
 
+/* When to decode in tiles with the <decoder>_l32/ folder. */
+enum {
+    SD_TILED_AUTO = 0,  /* when the memory mode is MIN and a tile decoder folder exists */
+    SD_TILED_NEVER = 1,
+    SD_TILED_ALWAYS = 2 /* a missing tile decoder folder is an error */
+};
+
 typedef struct sd_pipeline_options {
     const char *models_path;
     const char *tokenizer_path;   /* NULL: <models_path>/tokenizer */
@@ -31,8 +40,12 @@ typedef struct sd_pipeline_options {
     uint64_t seed;
     sd_sampler_kind sampler;
     int threads;                  /* 0: one per core */
-    int provider;                 /* an onnxstream_provider_kind_t */
+    int provider;                 /* an onnxstream_provider_kind_t (default AUTO: the memory mode's) */
+    int memory_mode;              /* an onnxstream_memory_mode_t for all three models */
+    int attention;                /* an onnxstream_attention_t */
     int decoder_fp16;             /* use vae_decoder_fp16/ */
+    int tiled_decode;             /* SD_TILED_*: decode the latent in overlapping tiles */
+    int tile_overlap;             /* latent cells shared by neighbouring tiles (default 8) */
     int ops_printf;               /* print every op as it finishes */
     int quiet;                    /* no progress output */
     const char *output;           /* PNG path (NULL: no image, e.g. with save_latents only) */
@@ -40,7 +53,7 @@ typedef struct sd_pipeline_options {
     const char *decode_latents;   /* skip diffusion: decode this latents file (may be NULL) */
 } sd_pipeline_options_t;
 
-/* Fill defaults: 20 steps, cfg 7.5, seed 0, euler_a, prefetch provider. */
+/* Fill defaults: 20 steps, cfg 7.5, seed 0, euler_a, balanced memory mode, tiles when in MIN mode. */
 void sd_pipeline_options_init(sd_pipeline_options_t *o);
 
 /*

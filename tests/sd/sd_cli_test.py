@@ -5,14 +5,27 @@ Converts the three ONNX models into OnnxStream's folder layout with onnxstream-c
 `sd` writes a valid PNG of the size the VAE produces with the `parameters` text chunk, that the same seed
 gives a byte-identical file, that --decode-latents of --save-latents output gives the same image, and that a
 missing models folder fails with a clear one-line error.
-usage: sd_cli_test.py SD_EXE CONVERT_EXE CASES_DIR SHARED_DIR
+Tiled decoding is checked against an independent reference: the same latent tiles decoded by ONNX Runtime
+(the tile decoder's ONNX) and blended here in NumPy must give the PNG's pixels. Long prompts (two 75-token
+chunks) run on a UNet converted for 154 context tokens and fail clearly on the 77-token one.
+usage: sd_cli_test.py SD_EXE CONVERT_EXE CASES_DIR SHARED_DIR NODE
 """
+import json
 import os
 import shutil
 import struct
 import subprocess
 import sys
 import tempfile
+
+import numpy as np
+from PIL import Image
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import case_output  # noqa: E402
+
+LATENT_SCALE = 0.18215
 
 failures = []
 passes = 0
@@ -45,8 +58,60 @@ def png_info(path):
     return width, height, texts
 
 
+def ramp(i, n, before, after):
+    """Blend weight of cell i of n: linear over the overlaps with the neighbours, cell centres at i + 0.5."""
+    w = np.ones(n)
+    idx = np.arange(n) + 0.5
+    if before:
+        w = np.minimum(w, np.where(idx < before, idx / before, 1.0))
+    if after:
+        w = np.minimum(w, np.where(n - idx < after, (n - idx) / after, 1.0))
+    return w
+
+
+def tiled_reference(latents, tile_onnx, tile, overlap, node, work):
+    """The tiled decode of latents (1,4,h,w) with ONNX Runtime on each tile, blended in NumPy -> uint8 HxWx3."""
+    h = latents.shape[2]
+    starts = [0]
+    while starts[-1] + tile < h:
+        starts.append(min(starts[-1] + tile - overlap, h - tile))
+    cases = os.path.join(work, "tile_cases")
+    with open(os.path.join(os.path.dirname(tile_onnx), "case.json")) as f:
+        tile_outputs = json.load(f)["outputs"]  # the tile model's own case: output name and shape
+    tiles = {}
+    for y in starts:
+        for x in starts:
+            d = os.path.join(cases, "tiles", f"t{y}_{x}")
+            os.makedirs(d)
+            os.symlink(tile_onnx, os.path.join(d, "model.onnx"))
+            z = np.ascontiguousarray(latents[:, :, y:y + tile, x:x + tile] / np.float32(LATENT_SCALE)).astype(np.float32)
+            np.save(os.path.join(d, "input_0.npy"), z)
+            meta = {"inputs": [{"index": 0, "name": "input.1", "kind": "input", "file": "input_0.npy",
+                                "dtype": "float32", "shape": list(z.shape)}],
+                    "outputs": tile_outputs}
+            with open(os.path.join(d, "case.json"), "w") as f:
+                json.dump(meta, f)
+            tiles[(y, x)] = d
+    case_output.add_ort_reference(node, cases, "sd_cli_test.py")
+    scale = np.load(os.path.join(tiles[(0, 0)], "expected_0.npy")).shape[2] // tile
+    acc = np.zeros((3, h * scale, h * scale))
+    wsum = np.zeros((h * scale, h * scale))
+    for (y, x), d in tiles.items():
+        out = np.load(os.path.join(d, "expected_0.npy"))[0].astype(np.float64)
+        k, j = starts.index(y), starts.index(x)
+        ov = lambda a, b: max(0, starts[a] + tile - starts[b]) * scale if 0 <= a < b < len(starts) else 0  # noqa
+        wy = ramp(0, tile * scale, ov(k - 1, k), ov(k, k + 1))
+        wx = ramp(0, tile * scale, ov(j - 1, j), ov(j, j + 1))
+        w = np.outer(wy, wx)
+        ys, xs = slice(y * scale, (y + tile) * scale), slice(x * scale, (x + tile) * scale)
+        acc[:, ys, xs] += out * w
+        wsum[ys, xs] += w
+    img = np.clip(acc / wsum * 0.5 + 0.5, 0, 1)
+    return np.floor(img * 255 + 0.5).astype(np.uint8).transpose(1, 2, 0)
+
+
 def main():
-    sd, convert, cases, shared = sys.argv[1:5]
+    sd, convert, cases, shared, node = sys.argv[1:6]
     tokenizer = os.path.join(shared, "data", "clip", "bpe_simple_vocab_16e6.txt.gz")
     work = tempfile.mkdtemp(prefix="onnxstream-sd-")
     try:
@@ -58,6 +123,16 @@ def main():
             if dst.endswith("fp16"):
                 args.append("--fp16")
             subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+        # The tile decoder next to the full one, and a UNet for two 75-token chunks in a second folder.
+        tile_onnx = os.path.join(cases, "sd", "vae_decoder_tile", "model.onnx")
+        subprocess.run([convert, tile_onnx, os.path.join(models, "vae_decoder_fp32_l32")], check=True,
+                       stdout=subprocess.DEVNULL)
+        models_long = os.path.join(work, "models_long")
+        os.mkdir(models_long)
+        for d in ("text_encoder_fp32", "vae_decoder_fp32"):
+            os.symlink(os.path.join(models, d), os.path.join(models_long, d))
+        subprocess.run([convert, os.path.join(cases, "sd", "unet_long", "model.onnx"),
+                        os.path.join(models_long, "unet_fp16"), "--fp16"], check=True, stdout=subprocess.DEVNULL)
         common = [sd, "--models-path", models, "--tokenizer", tokenizer, "--prompt", "an astronaut riding a horse",
                   "--neg-prompt", "blurry", "--steps", "3", "--seed", "18446744073709551615", "--cfg", "5"]
         out1, out2, out3 = (os.path.join(work, f"out{i}.png") for i in (1, 2, 3))
@@ -80,6 +155,44 @@ def main():
         check(os.path.getsize(latents) == 4 * 4 * 16 * 16, "latents file holds raw float32 (1,4,16,16)")
         subprocess.run(common + ["--decode-latents", latents, "--output", out3], check=True, capture_output=True)
         check(open(out1, "rb").read() == open(out3, "rb").read(), "--decode-latents of --save-latents gives the same image")
+        # Tiled decoding of the same latents vs ONNX Runtime's tiles blended in NumPy.
+        out4 = os.path.join(work, "tiled.png")
+        r = subprocess.run(common + ["--decode-latents", latents, "--tiled-decode", "--tile-overlap", "2",
+                                     "--output", out4], capture_output=True, text=True)
+        check(r.returncode == 0, f"--tiled-decode runs ({r.stderr.strip()[-200:]})")
+        if r.returncode == 0:
+            lat = np.fromfile(latents, dtype=np.float32).reshape(1, 4, 16, 16)
+            want = tiled_reference(lat, tile_onnx, 8, 2, node, work)
+            got = np.asarray(Image.open(out4).convert("RGB"))
+            diff = np.abs(got.astype(int) - want.astype(int))
+            check(got.shape == want.shape and diff.max() <= 2 and diff.mean() < 0.05,
+                  f"tiled decode matches ONNX Runtime tiles blended in NumPy (max diff {diff.max()}, "
+                  f"mean {diff.mean():.4f})")
+            full = np.asarray(Image.open(out1).convert("RGB"))
+            check(np.abs(full.astype(int) - got.astype(int)).max() > 0, "tiled output is really tiled (differs "
+                  "from the full decode: the tiles' GroupNorm and attention only see the tile)")
+        # --rpi-lowmem: memory mode min, nocache, flash attention, tiles because vae_decoder_fp32_l32/ exists.
+        out5 = os.path.join(work, "lowmem.png")
+        r = subprocess.run(common + ["--rpi-lowmem", "--output", out5], capture_output=True, text=True)
+        check(r.returncode == 0 and "vae tiles" in r.stderr and "peak RSS" in r.stderr,
+              f"--rpi-lowmem runs, decodes in tiles and reports peak RSS ({r.stderr.strip()[-160:]})")
+        if r.returncode == 0:
+            check(png_info(out5)[:2] == (64, 64), "--rpi-lowmem writes a 64x64 PNG")
+        # Long prompts: 2 chunks of 75 tokens, concatenated.
+        long_prompt = ", ".join(["a very detailed photograph of an astronaut riding a horse on mars"] * 8)
+        r = subprocess.run([sd, "--print-tokens", "--tokenizer", tokenizer, "--prompt", long_prompt],
+                           capture_output=True, text=True)
+        lines = r.stdout.strip().splitlines()
+        check(len(lines) == 2 and len(lines[0].split()) == 75, "a long prompt prints two chunk lines (75 + rest)")
+        r = subprocess.run(common[:5] + ["--prompt", long_prompt, "--steps", "2", "--output", out5],
+                           capture_output=True, text=True)
+        check(r.returncode != 0 and "--input-shape encoder_hidden_states=1,154,64" in r.stderr,
+              "a long prompt on a 77-token UNet names the conversion that fixes it")
+        out6 = os.path.join(work, "long.png")
+        r = subprocess.run([sd, "--models-path", models_long, "--tokenizer", tokenizer, "--prompt", long_prompt,
+                            "--steps", "2", "--output", out6], capture_output=True, text=True)
+        check(r.returncode == 0 and png_info(out6)[:2] == (64, 64),
+              f"a long prompt runs on a UNet converted for 154 tokens ({r.stderr.strip()[-160:]})")
         r = subprocess.run(common[:1] + ["--models-path", os.path.join(work, "nope"), "--prompt", "x"],
                            capture_output=True, text=True)
         check(r.returncode != 0 and "nope" in r.stderr and len(r.stderr.strip().splitlines()) == 1,

@@ -88,6 +88,9 @@ void check_model(const Expectation &e, bool fp16) {
 const Expectation kTextEncoder{"text_encoder", {"onnx_3A__3A_Reshape_5F_0"}};
 const Expectation kUnet{"unet", {"sample", "timestep", "encoder_5F_hidden_5F_states"}};
 const Expectation kVaeDecoder{"vae_decoder", {"input_2E_1"}};
+// The same weights at other static input sizes: the tile decoder and the UNet for two prompt chunks.
+const Expectation kVaeDecoderTile{"vae_decoder_tile", {"input_2E_1"}};
+const Expectation kUnetLong{"unet_long", {"sample", "timestep", "encoder_5F_hidden_5F_states"}};
 
 TEST(Sd15Small, TextEncoderFp32) { check_model(kTextEncoder, false); }
 TEST(Sd15Small, TextEncoderFp16) { check_model(kTextEncoder, true); }
@@ -95,5 +98,7 @@ TEST(Sd15Small, UnetFp32) { check_model(kUnet, false); }
 TEST(Sd15Small, UnetFp16) { check_model(kUnet, true); }
 TEST(Sd15Small, VaeDecoderFp32) { check_model(kVaeDecoder, false); }
 TEST(Sd15Small, VaeDecoderFp16) { check_model(kVaeDecoder, true); }
+TEST(Sd15Small, VaeDecoderTileFp32) { check_model(kVaeDecoderTile, false); }
+TEST(Sd15Small, UnetLongContextFp16) { check_model(kUnetLong, true); }
 
 } // namespace
