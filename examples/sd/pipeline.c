@@ -279,6 +279,7 @@ static onnxstream_status_t diffuse(const sd_pipeline_options_t *o, float *latent
     onnxstream_model_t *te = NULL;
     float *cond = NULL, *uncond = NULL;
     size_t cond_chunks = 0, uncond_chunks = 0, width = 0;
+    double te_start = sd_progress_now();
     onnxstream_status_t s = open_model(o, path, "text encoder", &te, err, err_size);
     if (s == ONNXSTREAM_OK) s = encode_prompt(te, tok, o->prompt, 1, &cond, &cond_chunks, &width, err, err_size);
     if (s == ONNXSTREAM_OK)
@@ -289,6 +290,8 @@ static onnxstream_status_t diffuse(const sd_pipeline_options_t *o, float *latent
         s = encode_prompt(te, tok, o->prompt, uncond_chunks, &cond, &cond_chunks, &width, err, err_size);
     }
     onnxstream_model_destroy(te); /* only one model's working set at a time */
+    if (s == ONNXSTREAM_OK && !o->quiet)
+        fprintf(stderr, "text encoder: %zu chunk(s) x 2 prompts in %.1f s\n", cond_chunks, sd_progress_now() - te_start);
     sd_tokenizer_destroy(tok);
 
     /* UNet. */
@@ -414,7 +417,9 @@ static onnxstream_status_t decode_tiles(const sd_pipeline_options_t *o, onnxstre
                                         const float *latent, const int64_t lat[4], const int64_t tile[4],
                                         float **image, int *img_w, int *img_h, char *err, size_t err_size) {
     const int lh = (int)lat[2], lw = (int)lat[3], th = (int)tile[2], tw = (int)tile[3], c = (int)lat[1];
-    int overlap_y = o->tile_overlap < th ? o->tile_overlap : th - 1, overlap_x = o->tile_overlap < tw ? o->tile_overlap : tw - 1;
+    /* At most a quarter of the tile: more would multiply the tiles (stride = tile - overlap). */
+    int overlap_y = o->tile_overlap < th / 4 ? o->tile_overlap : th / 4;
+    int overlap_x = o->tile_overlap < tw / 4 ? o->tile_overlap : tw / 4;
     int ys[SD_TILES_MAX_PER_AXIS], xs[SD_TILES_MAX_PER_AXIS];
     int ny = sd_tiles_axis(lh, th, overlap_y, ys, SD_TILES_MAX_PER_AXIS);
     int nx = sd_tiles_axis(lw, tw, overlap_x, xs, SD_TILES_MAX_PER_AXIS);
@@ -495,6 +500,7 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
                                   char *err, size_t err_size) {
     char path[4096];
     int tiled = 0;
+    double start = sd_progress_now();
     onnxstream_model_t *vae = NULL;
     onnxstream_status_t s = open_decoder(o, &vae, &tiled, path, sizeof path, err, err_size);
     if (s != ONNXSTREAM_OK) return s;
@@ -532,6 +538,8 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
         }
     }
     onnxstream_model_destroy(vae);
+    if (s == ONNXSTREAM_OK && !o->quiet)
+        fprintf(stderr, "vae decoder%s: %.1f s\n", tiled ? " (tiled)" : "", sd_progress_now() - start);
     if (s == ONNXSTREAM_OK && o->output) {
         uint8_t *rgb = malloc((size_t)w * (size_t)h * 3);
         if (!rgb) {
