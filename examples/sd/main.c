@@ -23,12 +23,12 @@ static const char *usage =
     "  --cfg              classifier-free guidance scale (default 7.5)\n"
     "  --seed             any 64-bit number (default 0); same seed, same image on every platform\n"
     "  --memory-mode      min (smallest working set), balanced (default) or max-speed (everything in RAM)\n"
-    "  --tiled-decode     decode the latent in overlapping tiles with <decoder>_l32/ (the decoder converted\n"
-    "                     for 32x32 latents); --tile-overlap sets the shared latent cells (default 8, at\n"
-    "                     most a quarter of the tile)\n"
+    "  --tiled-decode     decode the latent in overlapping tiles with <decoder>_l32/ or _l16/ (the decoder\n"
+    "                     converted for 32x32 or 16x16 latents); --tile-overlap sets the shared latent\n"
+    "                     cells (default 8, at most a quarter of the tile)\n"
     "  --rpi              memory mode min (a 1 GB board)\n"
     "  --rpi-lowmem       the lowest memory (a 512 MB board): memory mode min, weights read per op without\n"
-    "                     read-ahead, flash attention, tiled decoding when <decoder>_l32/ exists\n"
+    "                     read-ahead, flash attention, tiled decoding when a tile decoder exists\n"
     "  --tokenizer        a folder with vocab.txt + merges.txt, or bpe_simple_vocab_16e6.txt.gz\n"
     "  --print-tokens     print the prompt's token ids (one line per 75-token chunk) and exit\n";
 

@@ -4,7 +4,8 @@
 Generates the text encoder, UNet, VAE decoder and 32x32-tile VAE decoder with tests/sd/gen_sd.py (PyTorch
 from Debian, RANDOM weights: the images are coloured noise, but every op of the real pipeline runs) and
 converts them with onnxstream-convert into OnnxStream's folder layout:
-  OUT/text_encoder_fp32/  OUT/unet_fp16/  OUT/vae_decoder_fp32/  OUT/vae_decoder_fp32_l32/
+  OUT/text_encoder_fp32/  OUT/unet_fp16/  OUT/vae_decoder_fp32/  OUT/vae_decoder_fp32_l32/ and _l16/
+(the tile decoders: half and quarter of the latent size, named after SD 1.5's 64x64 latents)
 --size small (default) takes seconds and a few MB; --size full is SD 1.5's published size (860 M UNet
 parameters: ~10 minutes and ~10 GB of temporary disk).
 
@@ -25,7 +26,8 @@ MODELS = {  # gen_sd.py model -> (folder in the SD layout, converter flags)
     "text_encoder": ("text_encoder_fp32", []),
     "unet": ("unet_fp16", ["--fp16"]),
     "vae_decoder": ("vae_decoder_fp32", []),
-    "vae_decoder_tile": ("vae_decoder_fp32_l32", []),
+    "vae_decoder_tile": ("vae_decoder_fp32_l32", []),        # half the latent: 32x32 at full size
+    "vae_decoder_tile_small": ("vae_decoder_fp32_l16", []),  # a quarter: 16x16 at full size
 }
 
 

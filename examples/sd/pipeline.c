@@ -481,17 +481,36 @@ static onnxstream_status_t decode_tiles(const sd_pipeline_options_t *o, onnxstre
     return s;
 }
 
-/* Opens the decoder (the tile decoder <decoder>_l32/ when tiling) and reports whether it decodes tiles. */
+/*
+ * The tile decoder folder: <decoder>_l32/ (OnnxStream's name) or <decoder>_l16/; memory mode MIN prefers
+ * the smaller tiles (a quarter of the working set), the others the larger ones (fewer seams). Returns 0
+ * and the _l32 path (for the error message) when neither exists.
+ */
+static int tile_decoder_dir(const sd_pipeline_options_t *o, const char *base, char *path, size_t size) {
+    const char *order[2] = {"_l32", "_l16"};
+    if (o->memory_mode == ONNXSTREAM_MEMORY_MIN) {
+        order[0] = "_l16";
+        order[1] = "_l32";
+    }
+    for (int i = 0; i < 2; ++i) {
+        snprintf(path, size, "%s%s", base, order[i]);
+        if (is_dir(path)) return 1;
+    }
+    snprintf(path, size, "%s_l32", base);
+    return 0;
+}
+
+/* Opens the decoder (a tile decoder when tiling) and reports whether it decodes tiles. */
 static onnxstream_status_t open_decoder(const sd_pipeline_options_t *o, onnxstream_model_t **vae, int *tiled,
                                         char *path, size_t path_size, char *err, size_t err_size) {
     char base[4000];
     decoder_dir(o, base, sizeof base);
-    snprintf(path, path_size, "%s_l32", base);
+    int have_tiles = tile_decoder_dir(o, base, path, path_size);
     *tiled = o->tiled_decode == SD_TILED_ALWAYS ||
-             (o->tiled_decode == SD_TILED_AUTO && o->memory_mode == ONNXSTREAM_MEMORY_MIN && is_dir(path));
-    if (*tiled && !is_dir(path))
-        return fail(err, err_size, ONNXSTREAM_ERR_IO, "tiled decoding needs the tile decoder folder %s (the "
-                    "decoder converted with --input-shape input.1=1,4,32,32)", path);
+             (o->tiled_decode == SD_TILED_AUTO && o->memory_mode == ONNXSTREAM_MEMORY_MIN && have_tiles);
+    if (*tiled && !have_tiles)
+        return fail(err, err_size, ONNXSTREAM_ERR_IO, "tiled decoding needs the tile decoder folder %s or %s_l16 "
+                    "(the decoder converted with --input-shape input.1=1,4,32,32 or 1,4,16,16)", path, base);
     if (!*tiled) snprintf(path, path_size, "%s", base);
     return open_model(o, path, *tiled ? "vae tile decoder" : "vae decoder", vae, err, err_size);
 }

@@ -9,8 +9,9 @@
  *                                 (B,77k,768) -> output 0 (B,4,h,w) (B = 1, or 2 for cond+uncond in one batch)
  *     (unet_fp32/ is used when unet_fp16/ is absent)
  *   <models>/vae_decoder_fp32/ or vae_decoder_fp16/   input input.1 (1,4,h,w) -> output 0 (1,3,8h,8w)
- *   <models>/<decoder>_l32/       optional: the same decoder converted for (1,4,32,32) latent tiles (any tile
- *                                 size works; it is read from the folder's model), used for tiled decoding
+ *   <models>/<decoder>_l32/, <decoder>_l16/   optional: the same decoder converted for (1,4,32,32) or
+ *                                 (1,4,16,16) latent tiles, for tiled decoding (the tile size is read from the
+ *                                 model; memory mode MIN prefers _l16, the others _l32)
  *   <models>/tokenizer/           vocab.txt + merges.txt (or pass tokenizer_path)
  * Image and latent sizes are read from the models' declared input shapes.
  */
@@ -23,7 +24,7 @@
 #include "onnxstream.h"
 #include "scheduler.h"
 
-/* When to decode in tiles with the <decoder>_l32/ folder. */
+/* When to decode in tiles with a <decoder>_l32/ or <decoder>_l16/ folder. */
 enum {
     SD_TILED_AUTO = 0,  /* when the memory mode is MIN and a tile decoder folder exists */
     SD_TILED_NEVER = 1,

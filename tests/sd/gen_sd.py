@@ -487,12 +487,15 @@ def make_models(size, seed):
     out.append(("vae_decoder", vae, [("input.1", rng.standard_normal((1, v["latent"], ls, ls)).astype(np.float32))],
                 "sample"))
 
-    # The same weights at other input sizes (OnnxStream's graphs have static shapes): the decoder for
-    # half-size latent tiles (tiled decoding, OnnxStream's vae_decoder_fp16_l32) and the UNet for prompts of
-    # two 77-token chunks.
+    # The same weights at other input sizes (OnnxStream's graphs have static shapes): the decoder for half-
+    # and quarter-size latent tiles (tiled decoding, OnnxStream's vae_decoder_fp16_l32; _l16) and the UNet for
+    # prompts of two 77-token chunks.
     ts = ls // 2
     out.append(("vae_decoder_tile", vae,
                 [("input.1", rng.standard_normal((1, v["latent"], ts, ts)).astype(np.float32))], "sample"))
+    q = ls // 4
+    out.append(("vae_decoder_tile_small", vae,
+                [("input.1", rng.standard_normal((1, v["latent"], q, q)).astype(np.float32))], "sample"))
     out.append(("unet_long", unet, [
         ("sample", rng.standard_normal((1, u["in_channels"], s, s)).astype(np.float32)),
         ("timestep", np.array([501.0], dtype=np.float32)),
@@ -533,7 +536,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="output folder (replaced)")
     ap.add_argument("--size", choices=sorted(CONFIGS), default="small")
-    ap.add_argument("--models", default="text_encoder,unet,vae_decoder,vae_decoder_tile,unet_long",
+    ap.add_argument("--models", default="text_encoder,unet,vae_decoder,vae_decoder_tile,vae_decoder_tile_small,unet_long",
                     help="comma-separated subset")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--node", help="node executable: also compute ONNX Runtime's outputs")

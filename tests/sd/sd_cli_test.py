@@ -127,6 +127,8 @@ def main():
         tile_onnx = os.path.join(cases, "sd", "vae_decoder_tile", "model.onnx")
         subprocess.run([convert, tile_onnx, os.path.join(models, "vae_decoder_fp32_l32")], check=True,
                        stdout=subprocess.DEVNULL)
+        subprocess.run([convert, os.path.join(cases, "sd", "vae_decoder_tile_small", "model.onnx"),
+                        os.path.join(models, "vae_decoder_fp32_l16")], check=True, stdout=subprocess.DEVNULL)
         models_long = os.path.join(work, "models_long")
         os.mkdir(models_long)
         for d in ("text_encoder_fp32", "vae_decoder_fp32"):
@@ -171,11 +173,12 @@ def main():
             full = np.asarray(Image.open(out1).convert("RGB"))
             check(np.abs(full.astype(int) - got.astype(int)).max() > 0, "tiled output is really tiled (differs "
                   "from the full decode: the tiles' GroupNorm and attention only see the tile)")
-        # --rpi-lowmem: memory mode min, nocache, flash attention, tiles because vae_decoder_fp32_l32/ exists.
+        # --rpi-lowmem: memory mode min, nocache, flash attention, tiles because tile decoders exist; min picks
+        # the smaller tiles (_l16: 4x4 latent tiles overlapping by 1 -> 5 x 5 tiles of the 16x16 latent).
         out5 = os.path.join(work, "lowmem.png")
         r = subprocess.run(common + ["--rpi-lowmem", "--output", out5], capture_output=True, text=True)
-        check(r.returncode == 0 and "vae tiles" in r.stderr and "peak RSS" in r.stderr,
-              f"--rpi-lowmem runs, decodes in tiles and reports peak RSS ({r.stderr.strip()[-160:]})")
+        check(r.returncode == 0 and "vae tiles: 25 steps" in r.stderr and "peak RSS" in r.stderr,
+              f"--rpi-lowmem runs, decodes in the smaller tiles and reports peak RSS ({r.stderr.strip()[-160:]})")
         if r.returncode == 0:
             check(png_info(out5)[:2] == (64, 64), "--rpi-lowmem writes a 64x64 PNG")
         # Long prompts: 2 chunks of 75 tokens, concatenated.
