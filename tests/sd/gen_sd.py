@@ -496,6 +496,11 @@ def make_models(size, seed):
     q = ls // 4
     out.append(("vae_decoder_tile_small", vae,
                 [("input.1", rng.standard_normal((1, v["latent"], q, q)).astype(np.float32))], "sample"))
+    out.append(("unet_batch2", unet, [  # cond + uncond in one run: the weights stream once per step
+        ("sample", rng.standard_normal((2, u["in_channels"], s, s)).astype(np.float32)),
+        ("timestep", np.array([761.0], dtype=np.float32)),
+        ("encoder_hidden_states", rng.standard_normal((2, u["tokens"], u["context"])).astype(np.float32)),
+    ], "out_sample"))
     out.append(("unet_long", unet, [
         ("sample", rng.standard_normal((1, u["in_channels"], s, s)).astype(np.float32)),
         ("timestep", np.array([501.0], dtype=np.float32)),
@@ -536,7 +541,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="output folder (replaced)")
     ap.add_argument("--size", choices=sorted(CONFIGS), default="small")
-    ap.add_argument("--models", default="text_encoder,unet,vae_decoder,vae_decoder_tile,vae_decoder_tile_small,unet_long",
+    ap.add_argument("--models", default="text_encoder,unet,vae_decoder,vae_decoder_tile,vae_decoder_tile_small,unet_long,"
+                                        "unet_batch2",
                     help="comma-separated subset")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--node", help="node executable: also compute ONNX Runtime's outputs")

@@ -12,6 +12,7 @@ usage: sd_cli_test.py SD_EXE CONVERT_EXE CASES_DIR SHARED_DIR NODE
 """
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -140,6 +141,7 @@ def main():
         out1, out2, out3 = (os.path.join(work, f"out{i}.png") for i in (1, 2, 3))
         latents = os.path.join(work, "latents.bin")
         r = subprocess.run(common + ["--output", out1, "--save-latents", latents], capture_output=True, text=True)
+        first_stderr = r.stderr
         check(r.returncode == 0, f"sd runs ({r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''})")
         if r.returncode != 0:
             print(r.stderr)
@@ -196,6 +198,24 @@ def main():
                             "--steps", "2", "--output", out6], capture_output=True, text=True)
         check(r.returncode == 0 and png_info(out6)[:2] == (64, 64),
               f"a long prompt runs on a UNet converted for 154 tokens ({r.stderr.strip()[-160:]})")
+        # Batch 2: a UNet taking (2,4,h,w) runs cond + uncond in one run per step; same image as two runs.
+        models_b2 = os.path.join(work, "models_b2")
+        os.mkdir(models_b2)
+        for d in ("text_encoder_fp32", "vae_decoder_fp32"):
+            os.symlink(os.path.join(models, d), os.path.join(models_b2, d))
+        subprocess.run([convert, os.path.join(cases, "sd", "unet_batch2", "model.onnx"),
+                        os.path.join(models_b2, "unet_fp16"), "--fp16"], check=True, stdout=subprocess.DEVNULL)
+        out7 = os.path.join(work, "batch2.png")
+        r = subprocess.run([common[0], "--models-path", models_b2] + common[3:] + ["--output", out7],
+                           capture_output=True, text=True)
+        check(r.returncode == 0, f"sd runs with a batch-2 UNet ({r.stderr.strip()[-160:]})")
+        if r.returncode == 0:
+            a = np.asarray(Image.open(out1).convert("RGB")).astype(int)
+            b = np.asarray(Image.open(out7).convert("RGB")).astype(int)
+            check(a.shape == b.shape and np.abs(a - b).max() <= 2,
+                  f"batch-2 guidance gives the batch-1 image (max pixel diff {np.abs(a - b).max()})")
+            step = lambda text: float(re.search(r"\(([\d.]+) s/step\)", text).group(1))  # noqa: E731
+            print(f"info batch-2 UNet: {step(r.stderr):.3f} s/step (batch 1: {step(first_stderr):.3f} s/step)")
         r = subprocess.run(common[:1] + ["--models-path", os.path.join(work, "nope"), "--prompt", "x"],
                            capture_output=True, text=True)
         check(r.returncode != 0 and "nope" in r.stderr and len(r.stderr.strip().splitlines()) == 1,

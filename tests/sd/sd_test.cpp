@@ -91,6 +91,7 @@ const Expectation kVaeDecoder{"vae_decoder", {"input_2E_1"}};
 // The same weights at other static input sizes: the tile decoder and the UNet for two prompt chunks.
 const Expectation kVaeDecoderTile{"vae_decoder_tile", {"input_2E_1"}};
 const Expectation kVaeDecoderTileSmall{"vae_decoder_tile_small", {"input_2E_1"}};
+const Expectation kUnetBatch2{"unet_batch2", {"sample", "timestep", "encoder_5F_hidden_5F_states"}};
 const Expectation kUnetLong{"unet_long", {"sample", "timestep", "encoder_5F_hidden_5F_states"}};
 
 TEST(Sd15Small, TextEncoderFp32) { check_model(kTextEncoder, false); }
@@ -102,5 +103,6 @@ TEST(Sd15Small, VaeDecoderFp16) { check_model(kVaeDecoder, true); }
 TEST(Sd15Small, VaeDecoderTileFp32) { check_model(kVaeDecoderTile, false); }
 TEST(Sd15Small, VaeDecoderQuarterTileFp32) { check_model(kVaeDecoderTileSmall, false); }
 TEST(Sd15Small, UnetLongContextFp16) { check_model(kUnetLong, true); }
+TEST(Sd15Small, UnetBatch2Fp16) { check_model(kUnetBatch2, true); }
 
 } // namespace
