@@ -92,16 +92,36 @@ bool qu8_weight(const Tensor &w, float &scale, uint8_t &zp) {
     return true;
 }
 
-// Node-level checks shared by the three ops; fills the input/output qu8 parameters.
-bool node_qualifies(const RunContext &ctx, xnn::Qu8Params &q) {
+// Activation checks shared by the three ops; fills the input/output qu8 parameters.
+bool ranges_qualify(const RunContext &ctx, xnn::Qu8Params &q) {
     const NodeActivationRanges *r = ctx.options().activation_ranges;
     if (!r || !r->present || !ctx.has_input(0) || ctx.input_is_weight(0)) return false;
     if (ctx.input(0).dtype() != DType::F32 || ctx.output_info(0).dtype != DType::F32) return false;
-    if (!ctx.has_input(1) || !ctx.input_is_weight(1) || !qu8_weight(ctx.input(1), q.kernel_scale, q.kernel_zero_point))
-        return false;
     range_to_qu8(r->input, q.input_scale, q.input_zero_point);
     range_to_qu8(r->output, q.output_scale, q.output_zero_point);
     return true;
+}
+
+// ranges_qualify plus a per-tensor uint8 weight (input 1).
+bool node_qualifies(const RunContext &ctx, xnn::Qu8Params &q) {
+    if (!ctx.has_input(1) || !ctx.input_is_weight(1) || !qu8_weight(ctx.input(1), q.kernel_scale, q.kernel_zero_point))
+        return false;
+    return ranges_qualify(ctx, q);
+}
+
+// Input 1 is a per-channel symmetric int8 weight along axis 0 (output channels) with its scales loaded.
+bool per_channel_s8_weight(const RunContext &ctx) {
+    if (!ctx.has_input(1) || !ctx.input_is_weight(1)) return false;
+    const Tensor &w = ctx.input(1);
+    const QuantParams &q = w.quant();
+    return w.dtype() == DType::I8 && q.present && q.per_channel() && q.axis == 0 && q.channel_scales;
+}
+
+// uint8 <-> int8 on the same grid: q_s8 = q_u8 - 128 is the byte with its top bit flipped.
+void flip_top_bits(uint8_t *data, size_t n, pthreadpool_t pool) {
+    parallel_for(pool, n, 1 << 16, [&](size_t b, size_t e) {
+        for (size_t i = b; i < e; ++i) data[i] ^= 0x80;
+    });
 }
 
 // Float bias input `i` (may be absent) as int32 for n outputs; empty when absent.
@@ -132,7 +152,10 @@ const uint8_t *ohwi_u8(const RunContext &ctx, const Tensor &rows, size_t group_i
 
 bool run_conv_w8a8(RunContext &ctx) {
     xnn::Qu8Params q;
-    if (!node_qualifies(ctx, q)) return false;
+    // A per-channel int8 weight (int8[@scales,0]) runs as XNNPACK qc8 with int8 activations: the uint8
+    // grid shifted by 128, so quantization is the same and only the bytes' top bit flips.
+    const bool qc8 = per_channel_s8_weight(ctx);
+    if (!(qc8 ? ranges_qualify(ctx, q) : node_qualifies(ctx, q))) return false;
     const Tensor &x = ctx.input(0), &w = ctx.input(1);
     const Shape &ys = ctx.output_info(0).shape;
     if (x.rank() != 4 || w.rank() != 4 || ys.size() != 4) return false;
@@ -149,8 +172,18 @@ bool run_conv_w8a8(RunContext &ctx) {
     const size_t m = static_cast<size_t>(w.dim(0)), group_in = static_cast<size_t>(w.dim(1));
     const size_t kh = static_cast<size_t>(w.dim(2)), kw = static_cast<size_t>(w.dim(3));
     if (group_in * static_cast<size_t>(group) != c || m % static_cast<size_t>(group) != 0) return false;
+    const float *channel_scales = qc8 ? w.quant().channel_scales->data() : nullptr;
+    if (qc8 && w.quant().channel_scales->size() != m) return false;
     std::vector<int32_t> bias;
-    if (!bias_for(ctx, 2, m, 1.0f, q, bias)) return false;
+    if (ctx.has_input(2)) {
+        const Tensor &b = ctx.input(2);
+        if (b.dtype() != DType::F32 || static_cast<size_t>(b.numel()) != m) return false;
+        bias.resize(m);
+        for (size_t o = 0; o < m; ++o) {
+            const double unit = static_cast<double>(q.input_scale) * (qc8 ? channel_scales[o] : q.kernel_scale);
+            bias[o] = quantize_bias(b.data<float>() + o, 1, 1.0f, unit)[0];
+        }
+    }
     const bool streamed = ctx.is_streamed(1);
     if (streamed && group != 1) return false;
 
@@ -178,29 +211,42 @@ bool run_conv_w8a8(RunContext &ctx) {
     Tensor xq = ctx.scratch(DType::U8, {x.numel() + kExtraBytes});
     quantize_nchw_to_nhwc(x.data<float>(), xq.data<uint8_t>(), n, c, h * wd, q.input_scale, q.input_zero_point,
                           ctx.pool());
+    if (qc8) flip_top_bits(xq.data<uint8_t>(), static_cast<size_t>(x.numel()), ctx.pool());
     Tensor yq = ctx.scratch(DType::U8, {static_cast<int64_t>(n * m * out_hw)});
-    const int32_t *bias_ptr = bias.empty() ? nullptr : bias.data();
-    if (!streamed) {
+    // Output channels from o0 on, from weight rows `rows`, writing their slice of every output pixel.
+    auto run_rows = [&](const Tensor &rows, int64_t o0, const xnn::Conv2dShape &shape) {
         Tensor holder;
-        const uint8_t *kernel = ohwi_u8(ctx, w, group_in, ksize, holder);
-        if (!xnn::conv2d_nhwc_qu8(s, q, xq.data<uint8_t>(), kernel, bias_ptr, yq.data<uint8_t>(), ctx.pool()))
-            return false;
+        const uint8_t *kernel = ohwi_u8(ctx, rows, group_in, ksize, holder);
+        const int32_t *bias_ptr = bias.empty() ? nullptr : bias.data() + o0;
+        if (!qc8)
+            return xnn::conv2d_nhwc_qu8(shape, q, xq.data<uint8_t>(), kernel, bias_ptr, yq.data<uint8_t>() + o0,
+                                        ctx.pool());
+        xnn::Qc8Params p;
+        p.input_scale = q.input_scale;
+        p.output_scale = q.output_scale;
+        p.input_zero_point = static_cast<int8_t>(static_cast<int>(q.input_zero_point) - 128);
+        p.output_zero_point = static_cast<int8_t>(static_cast<int>(q.output_zero_point) - 128);
+        p.kernel_scales = channel_scales + o0;
+        return xnn::conv2d_nhwc_qc8(shape, p, reinterpret_cast<const int8_t *>(xq.data<uint8_t>()),
+                                    reinterpret_cast<const int8_t *>(kernel), bias_ptr,
+                                    reinterpret_cast<int8_t *>(yq.data<uint8_t>() + o0), ctx.pool());
+    };
+    if (!streamed) {
+        if (!run_rows(w, 0, s)) return false;
     } else {
-        // Output-channel chunks of the streamed weight, each writing its slice of every output pixel.
         const int64_t rows = ctx.weight_chunk_rows(1, /*float_bytes=*/false);
         for (int64_t o0 = 0; o0 < static_cast<int64_t>(m); o0 += rows) {
             const int64_t o1 = std::min<int64_t>(static_cast<int64_t>(m), o0 + rows);
-            Tensor chunk = ctx.read_weight_rows(1, o0, o1), holder;
-            const uint8_t *kernel = ohwi_u8(ctx, chunk, group_in, ksize, holder);
+            Tensor chunk = ctx.read_weight_rows(1, o0, o1);
             xnn::Conv2dShape part = s;
             part.group_out = static_cast<size_t>(o1 - o0);
             part.output_pixel_stride = m;
-            if (!xnn::conv2d_nhwc_qu8(part, q, xq.data<uint8_t>(), kernel, bias_ptr ? bias_ptr + o0 : nullptr,
-                                      yq.data<uint8_t>() + o0, ctx.pool()))
-                return false; // the scales are the same for every chunk: this is the first one
+            // The scales are the same for every chunk, so a rejection can only come with the first one.
+            if (!run_rows(chunk, o0, part)) return false;
         }
     }
     xq = Tensor();
+    if (qc8) flip_top_bits(yq.data<uint8_t>(), n * m * out_hw, ctx.pool());
     Tensor &y = ctx.alloc_output(0);
     dequantize_nhwc_to_nchw(yq.data<uint8_t>(), y.data<float>(), n, m, out_hw, q.output_scale, q.output_zero_point,
                             ctx.pool());

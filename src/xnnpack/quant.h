@@ -24,6 +24,16 @@ struct Qu8Params {
 bool conv2d_nhwc_qu8(const Conv2dShape &s, const Qu8Params &q, const uint8_t *input, const uint8_t *kernel,
                      const int32_t *bias, uint8_t *output, pthreadpool_t pool);
 
+// The same convolution with int8 activations (asymmetric: real = (q - zero_point) * scale) and a per-channel
+// symmetric int8 kernel (XNNPACK qc8): kernel_scales holds one scale per output channel of this call.
+struct Qc8Params {
+    float input_scale = 1, output_scale = 1;
+    int8_t input_zero_point = 0, output_zero_point = 0;
+    const float *kernel_scales = nullptr;
+};
+bool conv2d_nhwc_qc8(const Conv2dShape &s, const Qc8Params &q, const int8_t *input, const int8_t *kernel,
+                     const int32_t *bias, int8_t *output, pthreadpool_t pool);
+
 // y[m, :] = x[m, :] * Wᵀ + bias for `batch` rows in qu8; weight is [N, K] row-major, or [K, N] when
 // weight_kn. x rows are k bytes apart, y rows y_stride bytes apart. Returns false like conv2d_nhwc_qu8.
 bool fully_connected_qu8(size_t k, size_t n, const Qu8Params &q, const uint8_t *weight, bool weight_kn,

@@ -82,24 +82,44 @@ def parse_model_txt(path):
     return ops
 
 
-def qdq_twin(model, wq, ranges, producer_key):
+def weight_dq(w, quant, wname, nodes):
+    """Initializers + a DequantizeLinear node producing `wname` from the same 8-bit values our model holds."""
+    if len(quant) == 2:  # per-tensor uint8 (scale, zero point)
+        ws, wz = quant
+        q = np.clip(np.rint(w / np.float32(ws)) + wz, 0, 255).astype(np.uint8)
+        nodes.append(helper.make_node("DequantizeLinear", [wname + "_q", wname + "_s", wname + "_z"], [wname]))
+        return [numpy_helper.from_array(q, wname + "_q"), numpy_helper.from_array(np.float32(ws), wname + "_s"),
+                numpy_helper.from_array(np.uint8(wz), wname + "_z")]
+    _, scales, axis = quant  # per-channel symmetric int8
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    q = np.clip(np.rint(w / scales.reshape(shape)), -127, 127).astype(np.int8)
+    nodes.append(helper.make_node("DequantizeLinear", [wname + "_q", wname + "_s", wname + "_z"], [wname], axis=axis))
+    return [numpy_helper.from_array(q, wname + "_q"), numpy_helper.from_array(scales.astype(np.float32), wname + "_s"),
+            numpy_helper.from_array(np.zeros(len(scales), np.int8), wname + "_z")]
+
+
+def qdq_twin(model, wq, ranges, producer_key, float_weights=None):
+    """wq: op name -> quantization of its weight, for ops computing in 8 bits (QDQ around input and output);
+    float_weights: op name -> quantization of weights that are only dequantized (W8A32, no activation QDQ)."""
     g = model.graph
     inits = {i.name: numpy_helper.to_array(i) for i in g.initializer}
     new_inits, new_nodes = [], []
     keep = {i.name: i for i in g.initializer}
     for n in g.node:
+        if float_weights and n.name in float_weights:
+            wname = n.input[1]
+            del keep[wname]
+            new_inits += weight_dq(inits[wname], float_weights[n.name], wname, new_nodes)
+            new_nodes.append(n)
+            continue
         if n.name not in wq or n.input[0] not in producer_key or producer_key[n.input[0]] not in ranges \
                 or n.name not in ranges:
             new_nodes.append(n)
             continue
-        ws, wz = wq[n.name]
-        w = inits[n.input[1]]
-        q = np.clip(np.rint(w / np.float32(ws)) + wz, 0, 255).astype(np.uint8)
         wname = n.input[1]
         del keep[wname]
-        new_inits += [numpy_helper.from_array(q, wname + "_q"), numpy_helper.from_array(np.float32(ws), wname + "_s"),
-                      numpy_helper.from_array(np.uint8(wz), wname + "_z")]
-        new_nodes.append(helper.make_node("DequantizeLinear", [wname + "_q", wname + "_s", wname + "_z"], [wname]))
+        new_inits += weight_dq(inits[wname], wq[n.name], wname, new_nodes)
         ins, inz = qu8(*ranges[producer_key[n.input[0]]])
         outs, outz = qu8(*ranges[n.name])
         x = n.input[0]
@@ -119,6 +139,31 @@ def qdq_twin(model, wq, ranges, producer_key):
         new_nodes.append(helper.make_node("DequantizeLinear", [n.name + "_yq", n.name + "_os", n.name + "_oz"], [out]))
     graph = helper.make_graph(new_nodes, "twin", list(g.input), list(g.output), list(keep.values()) + new_inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def ort_output(a, model, x, label):
+    cases = os.path.join(a.work, "ort_" + label)
+    case_dir = os.path.join(cases, "w8a8", label)
+    os.makedirs(case_dir)
+    onnx.save(model, os.path.join(case_dir, "model.onnx"))
+    np.save(os.path.join(case_dir, "input_0.npy"), x)
+    with open(os.path.join(case_dir, "case.json"), "w") as f:
+        json.dump({"inputs": [{"index": 0, "name": "x", "kind": "input", "file": "input_0.npy", "dtype": "float32",
+                               "shape": list(x.shape)}],
+                   "outputs": [{"index": 0, "name": "y", "file": "expected_0.npy", "shape": [1, 64]}]}, f)
+    case_output.add_ort_reference(a.node, cases, "w8a8_test")
+    err = os.path.join(case_dir, "error.txt")
+    check(not os.path.exists(err), f"ONNX Runtime runs the {label} model" +
+          (": " + open(err).read() if os.path.exists(err) else ""))
+    return np.load(os.path.join(case_dir, "expected_0.npy"))
+
+
+def read_ranges(path):
+    ranges = {}
+    for line in open(path):
+        name, lo, hi = line.strip().split(",")
+        ranges[name] = (float(lo), float(hi))
+    return ranges
 
 
 def run_ours(run_exe, model_dir, x_path, out_dir, extra=()):
@@ -157,29 +202,14 @@ def main():
         return
     wq = parse_model_txt(os.path.join(out, "model.txt"))
     check(set(wq) == {"conv1", "conv2", "gemm", "mm"}, f"uint8 weights for conv1, conv2, gemm, mm: {sorted(wq)}")
-    ranges = {}
-    for line in open(os.path.join(out, "range_data.txt")):
-        name, lo, hi = line.strip().split(",")
-        ranges[name] = (float(lo), float(hi))
+    ranges = read_ranges(os.path.join(out, "range_data.txt"))
     check({"x", "conv1", "relu1", "flat", "gemm", "mm"} <= set(ranges), f"ranges recorded: {sorted(ranges)}")
     producer_key = {"x": "x"}
     for n in model.graph.node:
         producer_key[n.output[0]] = n.name
 
     twin = qdq_twin(model, wq, ranges, producer_key)
-    cases = os.path.join(a.work, "ort")
-    case_dir = os.path.join(cases, "w8a8", "twin")
-    os.makedirs(case_dir)
-    onnx.save(twin, os.path.join(case_dir, "model.onnx"))
-    np.save(os.path.join(case_dir, "input_0.npy"), x)
-    with open(os.path.join(case_dir, "case.json"), "w") as f:
-        json.dump({"inputs": [{"index": 0, "name": "x", "kind": "input", "file": "input_0.npy", "dtype": "float32",
-                               "shape": [1, 8, 16, 16]}],
-                   "outputs": [{"index": 0, "name": "y", "file": "expected_0.npy", "shape": [1, 64]}]}, f)
-    case_output.add_ort_reference(a.node, cases, "w8a8_test")
-    err = os.path.join(case_dir, "error.txt")
-    check(not os.path.exists(err), "ONNX Runtime runs the QDQ twin" + (": " + open(err).read() if os.path.exists(err) else ""))
-    ref = np.load(os.path.join(case_dir, "expected_0.npy"))
+    ref = ort_output(a, twin, x, "twin")
 
     p = run_ours(a.run, out, x_path, os.path.join(a.work, "ours"))
     check(p.returncode == 0, "onnxstream-run of the w8a8 model: " + (p.stderr.strip() or "ok"))
@@ -221,6 +251,34 @@ def main():
             fh.write(text)
         p = run_ours(a.run, out, x_path, os.path.join(a.work, "bad"), ["--range-data", bad])
         check(p.returncode != 0 and needle in p.stderr, f"bad range data ({label}) fails: {p.stderr.strip()}")
+
+    # Per-channel int8 weights (--quantize w8) plus ranges calibrated by onnxstream-run: the Convs compute in
+    # XNNPACK qc8 (int8 activations), Gemm/MatMul stay W8A32 (no per-channel fully connected in XNNPACK).
+    w8 = os.path.join(a.work, "w8")
+    p = subprocess.run([a.convert, onnx_path, w8, "--quantize", "w8"], capture_output=True, text=True)
+    check(p.returncode == 0, "convert --quantize w8: " + (p.stderr.strip() or "ok"))
+    p = run_ours(a.run, w8, os.path.join(calib, "0", "x.npy"), os.path.join(a.work, "w8_cal"),
+                 ["--calibrate", os.path.join(w8, "range_data.txt")])
+    check(p.returncode == 0, "onnxstream-run --calibrate into the w8 model: " + (p.stderr.strip() or "ok"))
+    s8 = {}
+    for line in open(os.path.join(w8, "model.txt")):
+        m = re.search(r"\(int8\[@([^,\]]+),(\d+)\]", line)
+        if m:
+            scales = np.fromfile(os.path.join(w8, m.group(1)), dtype=np.float32)
+            s8[line.split(":", 1)[0]] = ("s8", scales, int(m.group(2)))
+    check(set(s8) == {"conv1", "conv2", "gemm", "mm"}, f"int8 weights for conv1, conv2, gemm, mm: {sorted(s8)}")
+    ranges8 = read_ranges(os.path.join(w8, "range_data.txt"))
+    twin8 = qdq_twin(model, {k: v for k, v in s8.items() if k.startswith("conv")}, ranges8, producer_key,
+                     {k: v for k, v in s8.items() if not k.startswith("conv")})
+    ref8 = ort_output(a, twin8, x, "twin_qc8")
+    p = run_ours(a.run, w8, x_path, os.path.join(a.work, "w8_out"))
+    check(p.returncode == 0, "onnxstream-run of the w8 model with ranges: " + (p.stderr.strip() or "ok"))
+    ours8 = np.load(os.path.join(a.work, "w8_out", "y.npy"))
+    # The last quantized output is conv2's; Gemm and MatMul (float) scale its quantum by their weights.
+    d8 = np.abs(ours8 - ref8)
+    rel8 = float(np.linalg.norm(ours8 - ref8) / np.linalg.norm(ref8))
+    print(f"     qc8: max |ours - ORT twin| = {d8.max():.6g}, rel L2 {rel8:.3g}, output range {np.abs(ref8).max():.4g}")
+    check(rel8 < 2e-3, "per-channel int8 Conv (qc8) W8A8 matches its QDQ twin (rel L2 < 2e-3)")
 
     # Calibration through onnxstream-run writes the same kind of file.
     cal_out = os.path.join(a.work, "cal_range.txt")
