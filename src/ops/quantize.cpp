@@ -72,13 +72,15 @@ void dequantize_nhwc_to_nchw(const uint8_t *src, float *dst, size_t n, size_t c,
     });
 }
 
-// int32 bias in units of in_scale * w_scale (XNNPACK's qu8 bias), from float values times `mul`.
+// int32 bias in units of in_scale * w_scale (XNNPACK's quantized bias), from a float value times `mul`.
+int32_t quantize_bias_value(float bias, float mul, double unit) {
+    const double v = std::nearbyint(static_cast<double>(bias) * mul / unit);
+    return static_cast<int32_t>(std::min(2147483647.0, std::max(-2147483648.0, v)));
+}
+
 std::vector<int32_t> quantize_bias(const float *bias, size_t n, float mul, double unit) {
     std::vector<int32_t> out(n);
-    for (size_t i = 0; i < n; ++i) {
-        double v = std::nearbyint(static_cast<double>(bias[i]) * mul / unit);
-        out[i] = static_cast<int32_t>(std::min(2147483647.0, std::max(-2147483648.0, v)));
-    }
+    for (size_t i = 0; i < n; ++i) out[i] = quantize_bias_value(bias[i], mul, unit);
     return out;
 }
 
@@ -181,7 +183,7 @@ bool run_conv_w8a8(RunContext &ctx) {
         bias.resize(m);
         for (size_t o = 0; o < m; ++o) {
             const double unit = static_cast<double>(q.input_scale) * (qc8 ? channel_scales[o] : q.kernel_scale);
-            bias[o] = quantize_bias(b.data<float>() + o, 1, 1.0f, unit)[0];
+            bias[o] = quantize_bias_value(b.data<float>()[o], 1.0f, unit);
         }
     }
     const bool streamed = ctx.is_streamed(1);
