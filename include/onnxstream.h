@@ -180,7 +180,8 @@ ONNXSTREAM_API const char *onnxstream_model_last_error(const onnxstream_model_t 
 /**
  * Load a model from a folder containing model.txt, or from the path of a model.txt file; weight files
  * are looked up next to model.txt. Parses and checks the whole file; with a file-based provider also
- * checks that every weight file exists with the declared size.
+ * checks that every weight file exists with the declared size. A range_data.txt next to model.txt is read
+ * too (see onnxstream_model_read_range_data; its errors fail the load).
  * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT model or path is NULL.
  * @retval ONNXSTREAM_ERR_IO               model.txt or a weight file is missing or has the wrong size.
  * @retval ONNXSTREAM_ERR_INVALID_MODEL    a line does not parse (message names file:line:column).
