@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 #define ONNXSTREAM_VERSION_MAJOR 0
-#define ONNXSTREAM_VERSION_MINOR 2
+#define ONNXSTREAM_VERSION_MINOR 3
 #define ONNXSTREAM_VERSION_PATCH 0
 #define ONNXSTREAM_VERSION \
     (ONNXSTREAM_VERSION_MAJOR * 10000 + ONNXSTREAM_VERSION_MINOR * 100 + ONNXSTREAM_VERSION_PATCH)
@@ -180,7 +180,8 @@ ONNXSTREAM_API const char *onnxstream_model_last_error(const onnxstream_model_t 
 /**
  * Load a model from a folder containing model.txt, or from the path of a model.txt file; weight files
  * are looked up next to model.txt. Parses and checks the whole file; with a file-based provider also
- * checks that every weight file exists with the declared size.
+ * checks that every weight file exists with the declared size. A range_data.txt next to model.txt is read
+ * too (see onnxstream_model_read_range_data; its errors fail the load).
  * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT model or path is NULL.
  * @retval ONNXSTREAM_ERR_IO               model.txt or a weight file is missing or has the wrong size.
  * @retval ONNXSTREAM_ERR_INVALID_MODEL    a line does not parse (message names file:line:column).
@@ -206,6 +207,39 @@ onnxstream_model_load_string(onnxstream_model_t *model, const char *model_txt, c
  */
 ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
 onnxstream_model_add_output(onnxstream_model_t *model, const char *name);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Static W8A8: activation ranges and calibration (since 0.3)                                         */
+
+/**
+ * Read activation ranges (OnnxStream's range_data.txt: one `name,min,max` line per range, name = the op
+ * producing the tensor, or a graph input) and use them: Conv / MatMul / Gemm ops with a per-tensor uint8
+ * weight and ranges for their input and output then compute in uint8 (static W8A8). A model folder's
+ * range_data.txt is read automatically by onnxstream_model_load. Replaces ranges read before.
+ * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT NULL arguments, or a name that is neither an op nor an input.
+ * @retval ONNXSTREAM_ERR_IO               the file cannot be read.
+ * @retval ONNXSTREAM_ERR_INVALID_MODEL    a malformed line, a non-finite value or min > max (file:line).
+ * @retval ONNXSTREAM_ERR_BAD_STATE        no model loaded yet.
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
+onnxstream_model_read_range_data(onnxstream_model_t *model, const char *path);
+
+/**
+ * Write the model's activation ranges (while calibrating: the ranges recorded so far) to path, atomically
+ * (temporary file + rename). @retval ONNXSTREAM_ERR_IO, ONNXSTREAM_ERR_BAD_STATE, ONNXSTREAM_ERR_INVALID_ARGUMENT.
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
+onnxstream_model_write_range_data(onnxstream_model_t *model, const char *path);
+
+/**
+ * Calibration on (nonzero) or off. While on, runs compute in float and record, for every tensor a Conv /
+ * MatMul / Gemm reads (input 0) or writes, its 0.01 % and 99.99 % quantiles, merged over runs (min of
+ * mins, max of maxes); switching on starts from no ranges; switching off makes later runs use the
+ * recorded ranges (write them with onnxstream_model_write_range_data).
+ * @retval ONNXSTREAM_ERR_BAD_STATE no model loaded yet.
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
+onnxstream_model_set_calibrate(onnxstream_model_t *model, int32_t on);
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Weights providers                                                                                 */
@@ -406,8 +440,16 @@ typedef struct onnxstream_convert_options {
         (scale = max|w| / 127, round half to even, clamp to +-127) in "<weight>_scales.bin", written in
         model.txt as `file.bin(int8[@file_scales.bin,axis]:...)`; they are dequantized to float32 at run
         time (W8A32, about 1/4 of the float32 weight bytes). Other weights are unchanged (fp16 still
-        applies to them). Any other value is ONNXSTREAM_ERR_INVALID_ARGUMENT. */
+        applies to them). 2 "w8a8" (since 0.3): the same weights as uint8 asymmetric with one scale and
+        zero point per tensor (OnnxStream's `uint8[scale,zero_point]`), plus a range_data.txt calibrated by
+        running the float32 model on calibration_inputs, so those ops compute in uint8 (static W8A8).
+        Any other value is ONNXSTREAM_ERR_INVALID_ARGUMENT. */
     int32_t quantize;
+    /* Since 0.3: */
+    /** quantize = 2: a folder of calibration runs, one subfolder per run (sorted by name) holding one
+        NAME.npy per graph input (float32, the declared shape), e.g. DIR/0/latent_sample.npy. Required
+        for quantize = 2, else must be NULL. */
+    const char *calibration_inputs;
 } onnxstream_convert_options_t;
 
 /** Fill *options with defaults and struct_size. Safe to call with NULL (does nothing). */

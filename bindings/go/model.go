@@ -256,6 +256,41 @@ func (m *Model) AddOutput(name string) error {
 	return m.check(C.onnxstream_model_add_output(m.p, cname))
 }
 
+// ReadRangeData reads activation ranges (OnnxStream's range_data.txt) for static W8A8; a model folder's
+// own range_data.txt is read at load.
+func (m *Model) ReadRangeData(path string) error {
+	return m.withPath(path, func(c *C.char) C.onnxstream_status_t { return C.onnxstream_model_read_range_data(m.p, c) })
+}
+
+// WriteRangeData writes the activation ranges (while calibrating, the recorded ones) atomically.
+func (m *Model) WriteRangeData(path string) error {
+	return m.withPath(path, func(c *C.char) C.onnxstream_status_t { return C.onnxstream_model_write_range_data(m.p, c) })
+}
+
+// SetCalibrate turns calibration on or off: while on, runs compute in float and record activation ranges.
+func (m *Model) SetCalibrate(on bool) error {
+	if m.p == nil {
+		return errClosed()
+	}
+	v := C.int32_t(0)
+	if on {
+		v = 1
+	}
+	return m.check(C.onnxstream_model_set_calibrate(m.p, v))
+}
+
+func (m *Model) withPath(path string, call func(*C.char) C.onnxstream_status_t) error {
+	if m.p == nil {
+		return errClosed()
+	}
+	cpath, err := cstring(path)
+	if err != nil {
+		return err
+	}
+	defer C.free(unsafe.Pointer(cpath))
+	return m.check(call(cpath))
+}
+
 // SetWeightsProvider serves every weight from p (see WeightsProvider, Prefetcher and Lender). The
 // model keeps p until it is closed or another provider replaces it.
 func (m *Model) SetWeightsProvider(p WeightsProvider) error {

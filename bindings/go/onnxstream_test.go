@@ -12,10 +12,10 @@ import (
 )
 
 func TestVersion(t *testing.T) {
-	if major, minor, patch := Version(); major != 0 || minor != 2 || patch != 0 {
+	if major, minor, patch := Version(); major != 0 || minor != 3 || patch != 0 {
 		t.Fatalf("Version() = %d.%d.%d", major, minor, patch)
 	}
-	if VersionString() != "0.2.0" {
+	if VersionString() != "0.3.0" {
 		t.Fatalf("VersionString() = %q", VersionString())
 	}
 }
@@ -55,6 +55,38 @@ func TestEveryStatusIsMapped(t *testing.T) {
 	var target *Error
 	if !errors.As(error(&Error{Status: ErrIO, Message: "x"}), &target) || target.Status != ErrIO {
 		t.Error("errors.As failed")
+	}
+}
+
+func TestRangeDataAndCalibration(t *testing.T) {
+	m := newTiny(t, &mapProvider{weights: tinyWeights(), c: &counters{}})
+	defer m.Close()
+	file := filepath.Join(t.TempDir(), "range_data.txt")
+	write := func(text string) {
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("nosuchop,0,1\n")
+	if err := m.ReadRangeData(file); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("unknown name: %v", err)
+	}
+	write("x,2,1\n")
+	if err := m.ReadRangeData(file); !errors.Is(err, ErrInvalidModel) {
+		t.Errorf("min > max: %v", err)
+	}
+	write("x,-1,1\n")
+	if err := m.ReadRangeData(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetCalibrate(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WriteRangeData(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetCalibrate(false); err != nil {
+		t.Fatal(err)
 	}
 }
 

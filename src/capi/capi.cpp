@@ -144,6 +144,32 @@ onnxstream_status_t onnxstream_model_load_string(onnxstream_model_t *model, cons
     });
 }
 
+onnxstream_status_t onnxstream_model_read_range_data(onnxstream_model_t *model, const char *path) {
+    return guard(model, [&] {
+        REQUIRE_ARG(model, "onnxstream_model_read_range_data: model is NULL");
+        REQUIRE_ARG(path, "onnxstream_model_read_range_data: path is NULL");
+        require_loaded(model, "onnxstream_model_read_range_data");
+        model->model.read_range_data(path);
+    });
+}
+
+onnxstream_status_t onnxstream_model_write_range_data(onnxstream_model_t *model, const char *path) {
+    return guard(model, [&] {
+        REQUIRE_ARG(model, "onnxstream_model_write_range_data: model is NULL");
+        REQUIRE_ARG(path, "onnxstream_model_write_range_data: path is NULL");
+        require_loaded(model, "onnxstream_model_write_range_data");
+        model->model.write_range_data(path);
+    });
+}
+
+onnxstream_status_t onnxstream_model_set_calibrate(onnxstream_model_t *model, int32_t on) {
+    return guard(model, [&] {
+        REQUIRE_ARG(model, "onnxstream_model_set_calibrate: model is NULL");
+        require_loaded(model, "onnxstream_model_set_calibrate");
+        model->model.set_calibrate(on != 0);
+    });
+}
+
 onnxstream_status_t onnxstream_model_add_output(onnxstream_model_t *model, const char *name) {
     return guard(model, [&] {
         REQUIRE_ARG(model, "onnxstream_model_add_output: model is NULL");

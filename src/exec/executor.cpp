@@ -54,7 +54,8 @@ struct RunScope {
 std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vector<Tensor> &inputs,
                             WeightsProvider &provider, const Allocator &alloc, pthreadpool_t pool,
                             const ProgressFn &progress, RunStats &stats,
-                            std::vector<std::shared_ptr<void>> *node_state, const RunOptions &options) {
+                            std::vector<std::shared_ptr<void>> *node_state, const RunOptions &options,
+                            const ValueObserver *observer) {
     using Clock = std::chrono::steady_clock;
     auto us_since = [](Clock::time_point t) {
         return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count());
@@ -63,6 +64,8 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
     auto run_start = Clock::now();
     std::vector<Tensor> live(graph.values().size());
     for (size_t i = 0; i < graph.inputs().size(); ++i) live[static_cast<size_t>(graph.inputs()[i])] = inputs.at(i);
+    if (observer)
+        for (size_t i = 0; i < graph.inputs().size(); ++i) (*observer)(graph.inputs()[i], inputs.at(i));
 
     const auto &nodes = graph.nodes();
     // Streamed weights are read by their ops in chunks, never fetched whole: keep them out of read-ahead.
@@ -113,8 +116,10 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
         }
         const auto &out_infos = plan.node_outputs[static_cast<size_t>(node.index)];
         std::shared_ptr<void> *state = node_state ? &node_state->at(static_cast<size_t>(node.index)) : nullptr;
+        RunOptions node_options = options;
+        if (options.node_ranges) node_options.activation_ranges = &options.node_ranges->at(static_cast<size_t>(node.index));
         RunContext ctx(node.view(), std::move(in_ptrs), out_infos, alloc, pool, std::move(is_weight), state,
-                       &options);
+                       &node_options);
         for (size_t k = 0; k < streamed.size(); ++k)
             if (streamed[k]) ctx.set_streamed(k, streamed[k].get());
         node.def->run(ctx);
@@ -130,6 +135,7 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
                      dtype_name(out_infos[k].dtype), " ", shape_str(out_infos[k].shape),
                      " (a data-dependent shape differs from model.txt's declaration)");
             live[static_cast<size_t>(node.outputs[k])] = std::move(out);
+            if (observer) (*observer)(node.outputs[k], live[static_cast<size_t>(node.outputs[k])]);
         }
         for (int v : plan.free_after[static_cast<size_t>(node.index)]) live[static_cast<size_t>(v)] = Tensor();
 

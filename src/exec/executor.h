@@ -25,6 +25,8 @@ struct RunStats {
 
 // Return true to cancel the run.
 using ProgressFn = std::function<bool(const OpProgress &)>;
+// Sees every graph input at the start and every op output right after its op ran (value index, tensor).
+using ValueObserver = std::function<void(int, const Tensor &)>;
 
 // node_state: when given (one slot per node, kept by the caller between runs), ops may keep prepared
 // kernels there; see RunContext::state.
@@ -34,6 +36,6 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
                             WeightsProvider &provider, const Allocator &alloc, pthreadpool_t pool,
                             const ProgressFn &progress, RunStats &stats,
                             std::vector<std::shared_ptr<void>> *node_state = nullptr,
-                            const RunOptions &options = RunOptions());
+                            const RunOptions &options = RunOptions(), const ValueObserver *observer = nullptr);
 
 } // namespace onnxstream

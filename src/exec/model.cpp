@@ -95,6 +95,19 @@ void Model::load_string(const std::string &text, const std::string &weights_dir,
     folder_ = weights_dir;
     provider_->set_folder(folder_);
     graph_ = std::move(graph);
+    if (!weights_dir.empty()) {
+        // OnnxStream keeps the activation ranges of a W8A8 model next to model.txt.
+        const std::string range_file = weights_dir + "/range_data.txt";
+        struct stat rst;
+        if (::stat(range_file.c_str(), &rst) == 0) {
+            try {
+                read_range_data(range_file);
+            } catch (...) {
+                graph_.reset();
+                throw;
+            }
+        }
+    }
     inputs_.assign(graph_->inputs().size(), Tensor());
     log(ONNXSTREAM_LOG_INFO, cat("loaded ", source, ": ", graph_->nodes().size(), " ops, ", graph_->inputs().size(),
                                  " inputs, ", graph_->outputs().size(), " outputs"));
@@ -166,13 +179,59 @@ void Model::run(const ProgressFn &progress) {
     uint64_t bytes0 = provider_->bytes_read(), us0 = provider_->read_us();
     LastRun stats;
     if (keep_prepared_) node_state_.resize(graph_->nodes().size());
+    ValueObserver observer;
+    if (calibrate_) observer = [this](int value, const Tensor &t) { recorder_->observe(value, t); };
     outputs_ = execute(*graph_, plan, inputs_, *provider_, alloc_, pool_.get(), progress, stats.exec,
-                       keep_prepared_ ? &node_state_ : nullptr, options_.run);
+                       keep_prepared_ ? &node_state_ : nullptr, options_.run, calibrate_ ? &observer : nullptr);
     stats.bytes_read = provider_->bytes_read() - bytes0;
     stats.read_us = provider_->read_us() - us0;
     last_run_ = stats;
     log(ONNXSTREAM_LOG_INFO, cat("run: ", stats.exec.run_us / 1000.0, " ms, weights ", stats.bytes_read, " bytes read in ",
                                  stats.read_us / 1000.0, " ms, waited ", stats.exec.weight_wait_us / 1000.0, " ms"));
+}
+
+void Model::apply_ranges(const std::string &source) {
+    node_ranges_ = resolve_ranges(*graph_, ranges_, source);
+    options_.run.node_ranges = ranges_.empty() ? nullptr : &node_ranges_;
+    node_state_.clear(); // prepared float kernels of ops that now compute in uint8
+}
+
+void Model::read_range_data(const std::string &path) {
+    graph();
+    RangeMap ranges = onnxstream::read_range_data(path);
+    RangeMap old = std::move(ranges_);
+    ranges_ = std::move(ranges);
+    try {
+        apply_ranges(path);
+    } catch (...) {
+        ranges_ = std::move(old);
+        apply_ranges(path);
+        throw;
+    }
+    size_t quantized = 0;
+    for (const auto &r : node_ranges_) quantized += r.present ? 1 : 0;
+    log(ONNXSTREAM_LOG_INFO, cat("range data ", path, ": ", ranges_.size(), " ranges, ", quantized,
+                                 " ops with input and output ranges"));
+}
+
+void Model::write_range_data(const std::string &path) const {
+    graph();
+    onnxstream::write_range_data(path, calibrate_ && recorder_ ? recorder_->ranges() : ranges_);
+}
+
+void Model::set_calibrate(bool on) {
+    graph();
+    if (on == calibrate_) return;
+    calibrate_ = on;
+    if (on) {
+        recorder_ = std::make_unique<RangeRecorder>(*graph_);
+        options_.run.node_ranges = nullptr;
+        node_state_.clear();
+    } else {
+        ranges_ = recorder_->ranges();
+        recorder_.reset();
+        apply_ranges("calibration");
+    }
 }
 
 const std::string &Model::output_name(size_t i) const {

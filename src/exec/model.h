@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "exec/executor.h"
+#include "exec/range_data.h"
 #include "exec/threadpool.h"
 #include "graph/graph.h"
 #include "graph/planner.h"
@@ -43,6 +44,18 @@ public:
     void add_output(const std::string &name);
     void push_input(const std::string &name, DType dtype, const Shape &shape, const void *data, size_t bytes);
     void run(const ProgressFn &progress);
+
+    // Static W8A8 activation ranges (range_data.txt; loaded automatically from the model folder at load).
+    // read: replaces the ranges; throws IO/INVALID_MODEL for a bad file, INVALID_ARGUMENT for a name the
+    // model lacks. write: writes the current ranges (after calibration, the calibrated ones) atomically.
+    void read_range_data(const std::string &path);
+    void write_range_data(const std::string &path) const;
+    // Calibration: while on, runs compute in float and record percentile ranges (RangeRecorder) of the
+    // tensors quantizable ops read and write, merged over runs; switching it on starts from no ranges,
+    // switching it off makes later runs use the recorded ranges.
+    void set_calibrate(bool on);
+    bool calibrating() const { return calibrate_; }
+    const RangeMap &ranges() const { return ranges_; }
 
     // The last pushed tensor of graph input i (empty before a push).
     const Tensor &pushed_input(size_t i) const { return inputs_.at(i); }
@@ -87,6 +100,11 @@ private:
     bool keep_prepared_ = false;
     std::vector<std::shared_ptr<void>> node_state_;
     LastRun last_run_;
+    RangeMap ranges_;
+    std::vector<NodeActivationRanges> node_ranges_; // resolved ranges_ (empty: no W8A8)
+    bool calibrate_ = false;
+    std::unique_ptr<RangeRecorder> recorder_;
+    void apply_ranges(const std::string &source);
     LogFn log_;
     onnxstream_log_level_t log_level_ = ONNXSTREAM_LOG_WARNING;
 };

@@ -366,6 +366,7 @@ ConvertReport convert_onnx(const std::string &onnx_path, const std::string &out_
     w.fp16 = options.fp16;
     w.keep_fp32 = options.keep_fp32;
     w.quantize_w8 = options.quantize_w8;
+    w.quantize_u8 = options.quantize_u8;
     report.written = write_model(g, out_dir, w);
     return report;
 }

@@ -20,6 +20,7 @@ struct ConvertOptions {
     bool fp16 = false;
     std::vector<std::string> keep_fp32; // fnmatch patterns on initializer names (or weight file names)
     bool quantize_w8 = false;           // --quantize w8: per-channel int8 Conv/Gemm/MatMul weights
+    bool quantize_u8 = false;           // --quantize w8a8: per-tensor uint8 weights (ranges come separately)
     std::vector<std::pair<std::string, Shape>> input_shapes; // fixed shapes for graph inputs
     FoldLimits fold;
 };

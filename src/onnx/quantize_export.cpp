@@ -1,6 +1,8 @@
 #include "onnx/quantize_export.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -85,6 +87,55 @@ void write_w8_weight(const ConstantData &c, int axis, const std::string &plain_p
         write_file(ohwi_path, ohwi.data(), ohwi.size());
     }
     write_file(scales_path, scales.data(), scales.size() * sizeof(float));
+}
+
+namespace {
+std::vector<float> float_values(const ConstantData &c) {
+    const size_t n = static_cast<size_t>(c.numel());
+    auto bytes = c.bytes();
+    std::vector<float> src(n);
+    std::memcpy(src.data(), bytes->data(), n * sizeof(float));
+    return src;
+}
+
+template <typename T> void write_plain_and_ohwi(const std::vector<T> &q, const Shape &shape, const std::string &plain_path,
+                                                const std::string &ohwi_path) {
+    if (!plain_path.empty()) write_file(plain_path, q.data(), q.size());
+    if (ohwi_path.empty()) return;
+    const size_t O = static_cast<size_t>(shape[0]), I = static_cast<size_t>(shape[1]);
+    const size_t H = static_cast<size_t>(shape[2]), W = static_cast<size_t>(shape[3]);
+    std::vector<T> ohwi(q.size());
+    for (size_t o = 0; o < O; ++o)
+        for (size_t i = 0; i < I; ++i)
+            for (size_t h = 0; h < H; ++h)
+                for (size_t w = 0; w < W; ++w) ohwi[((o * H + h) * W + w) * I + i] = q[((o * I + i) * H + h) * W + w];
+    write_file(ohwi_path, ohwi.data(), ohwi.size());
+}
+} // namespace
+
+void u8_weight_params(const ConstantData &c, float &scale, int64_t &zero_point) {
+    std::vector<float> v = float_values(c);
+    float lo = 0, hi = 0;
+    for (float x : v)
+        if (std::isfinite(x)) {
+            lo = std::min(lo, x);
+            hi = std::max(hi, x);
+        }
+    scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+    zero_point = static_cast<int64_t>(std::min(255.0f, std::max(0.0f, std::nearbyint(-lo / scale))));
+}
+
+void write_u8_weight(const ConstantData &c, float scale, int64_t zero_point, const std::string &plain_path,
+                     const std::string &ohwi_path) {
+    std::vector<float> v = float_values(c);
+    std::vector<uint8_t> q(v.size());
+    const float zp = static_cast<float>(zero_point);
+    for (size_t i = 0; i < v.size(); ++i) {
+        float r = std::nearbyint(v[i] / scale) + zp;
+        q[i] = static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, std::isfinite(r) ? r : 0.0f)));
+    }
+    v = std::vector<float>();
+    write_plain_and_ohwi(q, c.shape(), plain_path, ohwi_path);
 }
 
 } // namespace onnxstream::importer

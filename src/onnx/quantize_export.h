@@ -24,6 +24,14 @@ std::map<std::string, int> plan_w8_weights(const IrGraph &g);
 void write_w8_weight(const ConstantData &c, int axis, const std::string &plain_path, const std::string &ohwi_path,
                      const std::string &scales_path);
 
+// --quantize w8a8: one uint8 asymmetric scale/zero point for the whole weight (OnnxStream's
+// `uint8[scale,zero_point]`): the value range widened to contain 0, scale = (max - min) / 255 in float32
+// (1 for an all-zero weight), zero_point = round(-min / scale); q = clamp(round(w / scale) + zero_point, 0, 255).
+void u8_weight_params(const ConstantData &c, float &scale, int64_t &zero_point);
+// Write the uint8 data like write_w8_weight (plain and/or OHWI order). Throws IO.
+void write_u8_weight(const ConstantData &c, float scale, int64_t zero_point, const std::string &plain_path,
+                     const std::string &ohwi_path);
+
 // "<base>_scales.bin" for the weight file base name.
 std::string w8_scales_file(const std::string &base);
 

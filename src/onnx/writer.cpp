@@ -73,6 +73,9 @@ struct WeightPlan {
     bool ohwi = false;      // "<base>_nhwc.bin", referenced as "<base>_nchw.bin" by Conv
     bool keep_fp32 = false; // a --keep-fp32 pattern matches
     int w8_axis = -1;       // >= 0: stored as per-channel int8 along this axis (--quantize w8)
+    bool u8 = false;        // stored as per-tensor uint8 (--quantize w8a8)
+    float u8_scale = 1;
+    int64_t u8_zero_point = 0;
 };
 
 class OutFile {
@@ -339,6 +342,13 @@ OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSumma
             w.w8_axis = kv.second;
             w.stored = DType::I8;
         }
+    if (options.quantize_u8)
+        for (const auto &kv : plan_w8_weights(g)) {
+            WeightPlan &w = weights.at(kv.first);
+            w.u8 = true;
+            w.stored = DType::U8;
+            u8_weight_params(*w.data, w.u8_scale, w.u8_zero_point);
+        }
 
     // model.txt
     auto activation_ref = [&](const std::string &name, const Node &n) {
@@ -377,6 +387,14 @@ OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSumma
                     ref.quant.present = true;
                     ref.quant.axis = w.w8_axis;
                     ref.quant_text = cat("@", ref.scales_file, ",", w.w8_axis);
+                }
+                if (w.u8) {
+                    char scale[32];
+                    std::snprintf(scale, sizeof scale, "%.9g", static_cast<double>(w.u8_scale));
+                    ref.quant.present = true;
+                    ref.quant.scale = w.u8_scale;
+                    ref.quant.zero_point = w.u8_zero_point;
+                    ref.quant_text = cat(scale, ",", w.u8_zero_point);
                 }
             } else {
                 ref = activation_ref(in, n);
@@ -461,6 +479,13 @@ WriteSummary write_model(const IrGraph &g, const std::string &out_dir_arg, const
             ++summary.w8_weights;
             const uint64_t files = (w.plain ? 1u : 0u) + (w.ohwi ? 1u : 0u);
             summary.w8_saved_bytes += files * static_cast<uint64_t>(w.data->numel()) * (unquantized - 1) - scale_bytes;
+            continue;
+        }
+        if (w.u8) {
+            write_u8_weight(*w.data, w.u8_scale, w.u8_zero_point, w.plain ? tmp.path + "/" + w.base + ".bin" : "",
+                            w.ohwi ? tmp.path + "/" + w.base + "_nhwc.bin" : "");
+            if (w.plain) count(w.base + ".bin");
+            if (w.ohwi) count(w.base + "_nhwc.bin");
             continue;
         }
         if (w.plain) {

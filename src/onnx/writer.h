@@ -15,6 +15,7 @@ struct WriteOptions {
     bool fp16 = false;                  // float32 weights are written as float16 ...
     std::vector<std::string> keep_fp32; // ... except those whose name matches one of these fnmatch patterns
     bool quantize_w8 = false;           // Conv/Gemm/MatMul weights as per-channel int8 (quantize_export.h)
+    bool quantize_u8 = false;           // the same weights as per-tensor uint8 asymmetric (--quantize w8a8)
 };
 
 struct WriteSummary {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/layout.h"
+#include "ops/quantize.h"
 #include "ops/registry.h"
 #include "util/strings.h"
 #include "xnnpack/conv.h"
@@ -216,6 +217,7 @@ std::vector<TensorInfo> conv_infer(const InferContext &ctx) {
 }
 
 void conv_run(RunContext &ctx) {
+    if (run_conv_w8a8(ctx)) return; // static W8A8 when the node has activation ranges
     const Tensor &x = ctx.input(0), &w = ctx.input(1);
     ConvGeometry g = conv_geometry(ctx.attrs(), ctx.node.where, x.shape(), w.shape());
     Tensor &y = ctx.alloc_output(0);

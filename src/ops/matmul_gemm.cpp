@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "ops/layout.h"
+#include "ops/quantize.h"
 #include "ops/registry.h"
 #include "tensor/half.h"
 #include "xnnpack/matmul.h"
@@ -270,6 +271,7 @@ std::vector<TensorInfo> infer_matmul(const InferContext &ctx) {
 }
 
 void run_matmul(RunContext &ctx) {
+    if (run_matmul_w8a8(ctx)) return; // static W8A8 when the node has activation ranges
     const Tensor &a = ctx.input(0), &b = ctx.input(1);
     MatMulShapes s = matmul_shapes(nullptr, a.shape(), b.shape());
     Tensor &y = ctx.alloc_output(0);
@@ -350,6 +352,7 @@ std::vector<TensorInfo> infer_gemm(const InferContext &ctx) {
 }
 
 void run_gemm(RunContext &ctx) {
+    if (run_gemm_w8a8(ctx)) return; // static W8A8 when the node has activation ranges
     const Tensor &a_in = ctx.input(0), &b_in = ctx.input(1);
     bool f16 = a_in.dtype() == DType::F16;
     Tensor a = f16 ? to_f32(ctx, a_in) : a_in;

@@ -70,6 +70,16 @@ enum class AttentionAlgo {
     Flash,  // online softmax over key blocks: never more than a (rows x key block) tile per thread
 };
 
+// Clipping range of an activation tensor (static W8A8 quantization, range_data.txt).
+struct ActivationRange {
+    float min = 0, max = 0;
+};
+// The ranges of a node's input 0 and output 0 when range data covers both (else `present` is false).
+struct NodeActivationRanges {
+    bool present = false;
+    ActivationRange input, output;
+};
+
 // Run-time choices that trade memory for speed (set from the model's memory mode; ops read them).
 struct RunOptions {
     AttentionAlgo attention = AttentionAlgo::Auto;
@@ -78,6 +88,10 @@ struct RunOptions {
     // Conv/MatMul/Gemm weights bigger than this are streamed in output-channel chunks of at most this
     // many bytes (0: never chunk).
     size_t weight_chunk_bytes = 0;
+    // Static W8A8: activation ranges per node (Graph::nodes() order) when the model has range data; the
+    // executor points `activation_ranges` at the running node's entry. Null: every op computes in float.
+    const std::vector<NodeActivationRanges> *node_ranges = nullptr;
+    const NodeActivationRanges *activation_ranges = nullptr;
 };
 
 // A weight input that the executor streams in row chunks (rows = dim 0, e.g. a Conv's output channels)

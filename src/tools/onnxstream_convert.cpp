@@ -11,13 +11,16 @@ namespace {
 
 const char *kUsage =
     "usage: onnxstream-convert MODEL.onnx OUT_DIR [--fp16] [--keep-fp32 PATTERN]... [--input-shape NAME=d0,d1,...]...\n"
-    "                          [--quantize w8] [--report]\n"
+    "                          [--quantize w8|w8a8] [--calibration-inputs DIR] [--report]\n"
     "  Converts MODEL.onnx (external data is read from next to it) into the new folder OUT_DIR.\n"
     "  --fp16                 store float32 weights as float16\n"
     "  --keep-fp32 PATTERN    with --fp16, keep weights whose ONNX name or file name matches this shell\n"
     "                         pattern (fnmatch) in float32, e.g. '*norm*' (repeatable)\n"
     "  --quantize w8          store Conv/Gemm/MatMul weights (>= 4096 elements) as int8 with one float32\n"
     "                         scale per output channel (about 1/4 of their float32 bytes)\n"
+    "  --quantize w8a8        store the same weights as uint8 with one scale/zero point each and write a\n"
+    "                         range_data.txt calibrated on --calibration-inputs, so those ops compute in uint8\n"
+    "  --calibration-inputs DIR  calibration runs for w8a8: DIR/<run>/<input name>.npy (float32)\n"
     "  --input-shape N=d,...  fix the shape of input N where the model leaves dimensions symbolic (repeatable)\n"
     "  --report               print op-type counts before/after simplification, weight bytes, largest weight\n";
 
@@ -35,6 +38,7 @@ struct Args {
     bool fp16 = false, report = false;
     int quantize = 0;
     std::vector<std::string> keep_fp32, input_shapes;
+    std::string calibration_inputs;
 };
 
 Args parse_args(int argc, char **argv) {
@@ -60,8 +64,11 @@ Args parse_args(int argc, char **argv) {
         } else if (arg == "--quantize" || arg.rfind("--quantize=", 0) == 0) {
             std::string mode = arg == "--quantize" ? value() : arg.substr(11);
             if (mode == "w8") a.quantize = 1;
+            else if (mode == "w8a8") a.quantize = 2;
             else if (mode == "none") a.quantize = 0;
-            else die("--quantize " + mode + " is not supported (expected w8 or none)");
+            else die("--quantize " + mode + " is not supported (expected w8, w8a8 or none)");
+        } else if (arg == "--calibration-inputs") {
+            a.calibration_inputs = value();
         } else if (arg == "--input-shape") {
             a.input_shapes.push_back(value());
         } else if (arg.rfind("--input-shape=", 0) == 0) {
@@ -77,6 +84,8 @@ Args parse_args(int argc, char **argv) {
         std::exit(2);
     }
     if (!a.keep_fp32.empty() && !a.fp16) die("--keep-fp32 only makes sense with --fp16");
+    if ((a.quantize == 2) != !a.calibration_inputs.empty())
+        die("--quantize w8a8 and --calibration-inputs DIR go together");
     a.model = positional[0];
     a.out_dir = positional[1];
     return a;
@@ -110,6 +119,7 @@ int main(int argc, char **argv) {
     onnxstream_convert_options_init(&options);
     options.fp16 = args.fp16 ? 1 : 0;
     options.quantize = args.quantize;
+    options.calibration_inputs = args.calibration_inputs.empty() ? nullptr : args.calibration_inputs.c_str();
     options.keep_fp32 = keep.data();
     options.input_shapes = shapes.data();
     options.report_fn = on_report;

@@ -25,10 +25,14 @@ const char *kUsage =
     "usage: onnxstream-run MODEL_DIR_OR_MODEL_TXT [--input NAME=FILE]... [--output-dir DIR] [--threads N]\n"
     "                      [--memory-mode min|balanced|max-speed] [--provider nocache|prefetch|mmap|ram]\n"
     "                      [--attention auto|full|sliced|flash] [--attention-slices N] [--chunk-mb N]\n"
-    "                      [--cache PATH] [--runs N] [--ops-printf] [--json]\n"
+    "                      [--cache PATH] [--runs N] [--ops-printf] [--json] [--range-data FILE]\n"
+    "                      [--calibrate OUT/range_data.txt]\n"
     "  --memory-mode  min: smallest working set; balanced (default); max-speed: keep prepared weights in RAM\n"
     "  --chunk-mb     stream weights bigger than N MiB in chunks (0: never; default from the memory mode)\n"
     "  --cache        persistent prepared-weights cache file (built on the first run, shared afterwards)\n"
+    "  --range-data   activation ranges for static W8A8 (default: range_data.txt in the model folder, if any)\n"
+    "  --calibrate    run in float over the given inputs (--runs times), record the activation ranges of\n"
+    "                 Conv/MatMul/Gemm inputs and outputs and write them to this file\n"
     "  FILE is .npy (dtype and shape from its header) or raw little-endian .bin (shape from the model's\n"
     "  declaration of NAME; dtype float32, int64, float16 or uint8 chosen by the file size).\n";
 
@@ -42,7 +46,7 @@ struct Args {
     int attention = ONNXSTREAM_ATTENTION_AUTO;
     int attention_slices = 0;
     long long chunk_mb = -1;
-    std::string cache;
+    std::string cache, range_data, calibrate;
     int runs = 1;
     bool ops_printf = false;
     bool json = false;
@@ -109,6 +113,12 @@ Args parse_args(int argc, char **argv) {
         } else if (arg == "--cache") {
             a.cache = value();
             if (a.cache.empty()) die("--cache expects a file path");
+        } else if (arg == "--range-data") {
+            if (i + 1 >= argc) die("--range-data expects a file path");
+            a.range_data = argv[++i];
+        } else if (arg == "--calibrate") {
+            if (i + 1 >= argc) die("--calibrate expects an output file path");
+            a.calibrate = argv[++i];
         } else if (arg == "--ops-printf") {
             a.ops_printf = true;
         } else if (arg == "--json") {
@@ -196,6 +206,8 @@ int main(int argc, char **argv) {
     onnxstream_model_t *model = nullptr;
     if (onnxstream_model_create(&options, &model) != ONNXSTREAM_OK) die(onnxstream_last_error());
     check(model, onnxstream_model_load(model, args.model.c_str()));
+    if (!args.range_data.empty()) check(model, onnxstream_model_read_range_data(model, args.range_data.c_str()));
+    if (!args.calibrate.empty()) check(model, onnxstream_model_set_calibrate(model, 1));
 
     for (const auto &in : args.inputs) {
         NpyArray a;
@@ -244,6 +256,11 @@ int main(int argc, char **argv) {
         if (!args.json)
             std::printf("run %d: %.3f s (weights: %.1f MB read in %.3f s, run waited %.3f s for them)\n", r + 1, s,
                         rs.weight_bytes_read / 1e6, rs.weight_read_us / 1e6, rs.weight_wait_us / 1e6);
+    }
+
+    if (!args.calibrate.empty()) {
+        check(model, onnxstream_model_write_range_data(model, args.calibrate.c_str()));
+        if (!args.json) std::printf("wrote %s\n", args.calibrate.c_str());
     }
 
     onnxstream_memory_stats_t stats;

@@ -204,11 +204,60 @@ static void test_errors_and_state(void) {
     onnxstream_model_destroy(other);
 }
 
+static int write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return 0;
+    fputs(text, f);
+    return fclose(f) == 0;
+}
+
+/* Range data (static W8A8) and calibration: argument and state checks, bad files, a calibrated run. */
+static void test_range_data(void) {
+    char dir[4096], good[4200], bad[4200], out[4200];
+    static const int64_t shape[] = {2};
+    static const float x[] = {-1.0f, 2.0f};
+    onnxstream_model_t *model = NULL;
+    if (!test_temp_dir(dir, sizeof dir)) return;
+    snprintf(good, sizeof good, "%s/good.txt", dir);
+    snprintf(bad, sizeof bad, "%s/bad.txt", dir);
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    CHECK(write_text(good, "a,0,2\r\nx,-1,2\n"));
+    CHECK_STATUS(onnxstream_model_read_range_data(NULL, good), ONNXSTREAM_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(onnxstream_model_set_calibrate(NULL, 1), ONNXSTREAM_ERR_INVALID_ARGUMENT);
+    CHECK_OK(onnxstream_model_create(NULL, &model));
+    CHECK_STATUS(onnxstream_model_read_range_data(model, good), ONNXSTREAM_ERR_BAD_STATE);
+    CHECK_STATUS(onnxstream_model_set_calibrate(model, 1), ONNXSTREAM_ERR_BAD_STATE);
+    CHECK_OK(onnxstream_model_load_string(model, kModel, NULL));
+    CHECK_STATUS(onnxstream_model_read_range_data(model, NULL), ONNXSTREAM_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(onnxstream_model_write_range_data(model, NULL), ONNXSTREAM_ERR_INVALID_ARGUMENT);
+    CHECK_OK(onnxstream_model_read_range_data(model, good));
+    CHECK_STATUS(onnxstream_model_read_range_data(model, "/nonexistent/range_data.txt"), ONNXSTREAM_ERR_IO);
+    CHECK(write_text(bad, "nosuchop,0,1\n"));
+    CHECK_STATUS(onnxstream_model_read_range_data(model, bad), ONNXSTREAM_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(onnxstream_model_last_error(model), "nosuchop");
+    CHECK(write_text(bad, "a,3,1\n"));
+    CHECK_STATUS(onnxstream_model_read_range_data(model, bad), ONNXSTREAM_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(onnxstream_model_last_error(model), "bad.txt:1");
+    CHECK(write_text(bad, "a;0;1\n"));
+    CHECK_STATUS(onnxstream_model_read_range_data(model, bad), ONNXSTREAM_ERR_INVALID_MODEL);
+    CHECK_OK(onnxstream_model_write_range_data(model, out)); /* the good ranges stayed */
+    CHECK_OK(onnxstream_model_read_range_data(model, out));
+    CHECK_OK(onnxstream_model_set_calibrate(model, 1));
+    CHECK_OK(onnxstream_model_push_tensor(model, "x", ONNXSTREAM_DTYPE_FLOAT32, 1, shape, x, sizeof x));
+    CHECK_OK(onnxstream_model_run(model));
+    CHECK_OK(onnxstream_model_write_range_data(model, out));
+    CHECK_OK(onnxstream_model_set_calibrate(model, 0));
+    CHECK_OK(onnxstream_model_run(model));
+    onnxstream_model_destroy(model);
+    test_remove_dir(dir);
+}
+
 int main(void) {
     CHECK(strcmp(onnxstream_last_error(), "") == 0);
     test_versions();
     test_names();
     test_options();
     test_errors_and_state();
+    test_range_data();
     return test_finish("lifecycle");
 }

@@ -236,6 +236,27 @@ impl Model {
         self.check(unsafe { sys::onnxstream_model_add_output(self.ptr(), name.as_ptr()) })
     }
 
+    /// Reads activation ranges (OnnxStream's `range_data.txt`) for static W8A8; a model folder's own
+    /// `range_data.txt` is read at load.
+    pub fn read_range_data(&mut self, path: &str) -> Result<()> {
+        let path = cstring("path", path)?;
+        // Safety: valid model and string.
+        self.check(unsafe { sys::onnxstream_model_read_range_data(self.ptr(), path.as_ptr()) })
+    }
+
+    /// Writes the activation ranges (while calibrating, the recorded ones) atomically.
+    pub fn write_range_data(&mut self, path: &str) -> Result<()> {
+        let path = cstring("path", path)?;
+        // Safety: valid model and string.
+        self.check(unsafe { sys::onnxstream_model_write_range_data(self.ptr(), path.as_ptr()) })
+    }
+
+    /// Calibration on or off: while on, runs compute in float and record activation ranges.
+    pub fn set_calibrate(&mut self, on: bool) -> Result<()> {
+        // Safety: valid model.
+        self.check(unsafe { sys::onnxstream_model_set_calibrate(self.ptr(), i32::from(on)) })
+    }
+
     /// Serves every weight from `provider` instead of the built-in readers. The model owns it from now
     /// on and drops it exactly once (when the model is dropped or another provider replaces it).
     /// On error the provider is dropped before returning.

@@ -9,7 +9,7 @@ pub type onnxstream_status_t = c_int;
 pub type onnxstream_dtype_t = c_int;
 pub type onnxstream_log_level_t = c_int;
 
-pub const ONNXSTREAM_VERSION: u32 = 200;
+pub const ONNXSTREAM_VERSION: u32 = 300;
 
 pub const ONNXSTREAM_OK: onnxstream_status_t = 0;
 pub const ONNXSTREAM_ERR_INVALID_ARGUMENT: onnxstream_status_t = 1;
@@ -172,6 +172,15 @@ extern "C" {
         model: *mut onnxstream_model_t,
         name: *const c_char,
     ) -> onnxstream_status_t;
+    pub fn onnxstream_model_read_range_data(
+        model: *mut onnxstream_model_t,
+        path: *const c_char,
+    ) -> onnxstream_status_t;
+    pub fn onnxstream_model_write_range_data(
+        model: *mut onnxstream_model_t,
+        path: *const c_char,
+    ) -> onnxstream_status_t;
+    pub fn onnxstream_model_set_calibrate(model: *mut onnxstream_model_t, on: i32) -> onnxstream_status_t;
 
     pub fn onnxstream_model_set_weights_provider(
         model: *mut onnxstream_model_t,

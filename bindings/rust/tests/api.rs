@@ -26,8 +26,8 @@ fn y(model: &Model) -> Vec<f32> {
 
 #[test]
 fn version_matches() {
-    assert_eq!(onnxstream::version(), (0, 2, 0));
-    assert_eq!(onnxstream::version_string(), "0.2.0");
+    assert_eq!(onnxstream::version(), (0, 3, 0));
+    assert_eq!(onnxstream::version_string(), "0.3.0");
 }
 
 #[test]
@@ -89,6 +89,26 @@ fn real_calls_produce_each_status() {
     let mut m = Model::new(&ModelOptions::new()).unwrap();
     assert_eq!(status(m.load(Path::new("/nonexistent/dir"))), Status::Io);
     // Callback and Cancelled are covered by the provider and progress tests below.
+}
+
+#[test]
+fn range_data_and_calibration() {
+    let counters = Counters::default();
+    let mut model = tiny_model(&counters);
+    let dir = std::env::temp_dir().join(format!("onnxstream-rust-ranges-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("range_data.txt");
+    let path = file.to_str().unwrap();
+    std::fs::write(&file, "nosuchop,0,1\n").unwrap();
+    assert_eq!(model.read_range_data(path).unwrap_err().status(), Status::InvalidArgument);
+    std::fs::write(&file, "x,2,1\n").unwrap();
+    assert_eq!(model.read_range_data(path).unwrap_err().status(), Status::InvalidModel);
+    std::fs::write(&file, "x,-1,1\n").unwrap();
+    model.read_range_data(path).unwrap();
+    model.set_calibrate(true).unwrap();
+    model.write_range_data(path).unwrap();
+    model.set_calibrate(false).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
