@@ -4,10 +4,11 @@
 Generates (or reuses) the full-size SD 1.5-architecture ONNX models with tests/sd/gen_sd.py (random weights:
 the image is noise, the figures are what matter), converts them into OnnxStream's folder layout with
 onnxstream-convert (text_encoder_fp32, unet_fp16, vae_decoder_fp32 and the 32x32 tile decoder
-vae_decoder_fp32_l32), then runs `sd --steps 2` twice:
+vae_decoder_fp32_l32), then runs `sd --steps 2`:
   - default settings (balanced memory mode, full VAE decode), under /usr/bin/time -v;
   - --rpi-lowmem (memory mode min, nocache, flash attention, tiled decode) inside a memory cgroup limited to
-    --limit-mb (default 350 MB; cgroup v1 memory controller, or v2 when that is what the machine has).
+    --limit-mb (default 350 MB; cgroup v1 memory controller, or v2 when that is what the machine has);
+  - the tiled VAE decode alone (--decode-latents of the default run's latents, --rpi-lowmem).
 Prints time per step, total time and peak RSS of each run, the cgroup's peak charge and OOM count, and
 writes everything to WORK/sd_e2e.json.
 
@@ -121,7 +122,8 @@ def main():
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--limit-mb", type=int, default=350)
     ap.add_argument("--size", choices=["full", "small"], default="full", help="small: a quick check of this script")
-    ap.add_argument("--runs", default="default,rpi-lowmem", help="which sd runs: default, rpi-lowmem")
+    ap.add_argument("--runs", default="default,rpi-lowmem,vae-tiled",
+                    help="which sd runs: default, rpi-lowmem, vae-tiled (needs default's latents)")
     args = ap.parse_args()
 
     build = os.path.abspath(args.build)
@@ -146,7 +148,8 @@ def main():
     # 2. Default settings.
     if "default" in runs:
         log("sd default settings")
-        err, wall, rss, rc = time_v(common + ["--output", os.path.join(work, "default.png")],
+        err, wall, rss, rc = time_v(common + ["--output", os.path.join(work, "default.png"), "--save-latents",
+                                              os.path.join(work, "latents.bin")],
                                     os.path.join(logs, "sd_default.log"))
         results["default"] = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss)
 
@@ -171,12 +174,25 @@ def main():
             if cg:
                 cg.remove()
 
+    # 4. The VAE alone, tiled, in memory mode min (issue 4's VAE working-set target) on the default run's latents.
+    latents = os.path.join(work, "latents.bin")
+    if "vae-tiled" in runs and not os.path.exists(latents):
+        import numpy as np  # no default run: a seeded latent of the size the UNet works on
+        side = 64 if args.size == "full" else 16
+        (np.random.default_rng(42).standard_normal((1, 4, side, side)) * 0.18215).astype(np.float32).tofile(latents)
+    if "vae-tiled" in runs:
+        log("sd --decode-latents --rpi-lowmem (tiled VAE decode alone)")
+        err, wall, rss, rc = time_v(common + ["--rpi-lowmem", "--tiled-decode", "--decode-latents", latents,
+                                              "--output", os.path.join(work, "vae_tiled.png")],
+                                    os.path.join(logs, "sd_vae_tiled.log"))
+        results["vae_tiled"] = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss)
+
     with open(os.path.join(work, "sd_e2e.json"), "w") as f:
         json.dump(results, f, indent=1)
     print(f"\nSD 1.5 ({args.size}), sd --steps {args.steps}, {args.threads or 'default'} threads")
     print(f"{'run':<12} {'exit':>4} {'s/step':>8} {'text enc s':>10} {'vae s':>7} {'total s':>8} {'peak RSS MB':>12}"
           f" {'cgroup peak MB':>15}")
-    for name in ("default", "rpi_lowmem"):
+    for name in ("default", "rpi_lowmem", "vae_tiled"):
         r = results.get(name)
         if not r:
             continue
@@ -185,7 +201,7 @@ def main():
         print(f"{name:<12} {r['exit_code']:>4} {fmt(r.get('seconds_per_step'), 2):>8} "
               f"{fmt(r.get('text_encoder_seconds')):>10} {fmt(r.get('vae_seconds')):>7} "
               f"{fmt(r.get('total_seconds')):>8} {fmt(r.get('peak_rss_mb')):>12} {fmt(cgp):>15}")
-    bad = [n for n in ("default", "rpi_lowmem") if n in results and results[n]["exit_code"] != 0]
+    bad = [n for n in ("default", "rpi_lowmem", "vae_tiled") if n in results and results[n]["exit_code"] != 0]
     if bad:
         sys.exit(f"sd_e2e.py: {', '.join(bad)} failed; see {logs}")
 
