@@ -14,7 +14,8 @@
 static const char *usage =
     "usage: sd --models-path DIR [--prompt TEXT] [--neg-prompt TEXT] [--steps N] [--seed N] [--cfg SCALE]\n"
     "          [--sampler euler_a|euler|heun|dpm++2m|dpm++2m_karras|ddim|lcm] [--output FILE.png]\n"
-    "          [--save-latents FILE] [--decode-latents FILE] [--decoder-fp16] [--threads N]\n"
+    "          [--save-latents FILE] [--decode-latents FILE] [--decoder-fp16] [--decoder-qu8]\n"
+    "          [--decoder-calibrate] [--threads N]\n"
     "          [--memory-mode min|balanced|max-speed] [--attention auto|full|sliced|flash]\n"
     "          [--tiled-decode] [--tile-overlap N] [--rpi] [--rpi-lowmem] [--ops-printf]\n"
     "          [--tokenizer PATH] [--print-tokens] [--help]\n"
@@ -22,6 +23,10 @@ static const char *usage =
     "                     (or vae_decoder_fp16/) and tokenizer/ (OnnxStream's SD 1.5 layout)\n"
     "  --cfg              classifier-free guidance scale (default 7.5)\n"
     "  --seed             any 64-bit number (default 0); same seed, same image on every platform\n"
+    "  --decoder-qu8      decode with vae_decoder_qu8/ (W8A8: uint8 weights + range_data.txt); memory mode\n"
+    "                     min uses it whenever it exists\n"
+    "  --decoder-calibrate  decode with vae_decoder_qu8/ in float while recording activation ranges, then\n"
+    "                     write its range_data.txt (run on a few prompts' latents with --decode-latents)\n"
     "  --memory-mode      min (smallest working set), balanced (default) or max-speed (everything in RAM)\n"
     "  --tiled-decode     decode the latent in overlapping tiles with <decoder>_l32/ or _l16/ (the decoder\n"
     "                     converted for 32x32 or 16x16 latents); --tile-overlap sets the shared latent\n"
@@ -98,8 +103,11 @@ int main(int argc, char **argv) {
             want_tokens = 1;
             takes_value = 0;
         } else if (!strcmp(a, "--decoder-calibrate")) {
-            return die("--decoder-calibrate needs the W8A8 decoder, which this version cannot run yet; use "
-                       "--decoder-fp16 or a vae_decoder_fp32/ folder");
+            o.decoder_calibrate = 1;
+            takes_value = 0;
+        } else if (!strcmp(a, "--decoder-qu8")) {
+            o.decoder_qu8 = 1;
+            takes_value = 0;
         } else if (!v) {
             fprintf(stderr, "sd: %s needs a value\n%s", a, usage);
             return 1;

@@ -385,10 +385,20 @@ static onnxstream_status_t diffuse(const sd_pipeline_options_t *o, float *latent
     return s;
 }
 
-/* The decoder folder: vae_decoder_fp16/ when asked for (or when there is no fp32 one), else vae_decoder_fp32/. */
+/*
+ * The decoder folder: vae_decoder_fp16/ or vae_decoder_qu8/ when asked for (calibration needs the W8A8
+ * one), vae_decoder_qu8/ in memory mode MIN when it exists (a quarter of the weight bytes to read), else
+ * vae_decoder_fp32/, or vae_decoder_fp16/ when there is no fp32 one.
+ */
 static void decoder_dir(const sd_pipeline_options_t *o, char *path, size_t size) {
-    join(path, size, o->models_path, o->decoder_fp16 ? "vae_decoder_fp16" : "vae_decoder_fp32");
-    if (!o->decoder_fp16 && !is_dir(path)) join(path, size, o->models_path, "vae_decoder_fp16");
+    if (o->decoder_fp16) {
+        join(path, size, o->models_path, "vae_decoder_fp16");
+        return;
+    }
+    join(path, size, o->models_path, "vae_decoder_qu8");
+    if (o->decoder_qu8 || o->decoder_calibrate || (o->memory_mode == ONNXSTREAM_MEMORY_MIN && is_dir(path))) return;
+    join(path, size, o->models_path, "vae_decoder_fp32");
+    if (!is_dir(path)) join(path, size, o->models_path, "vae_decoder_fp16");
 }
 
 /* Runs the decoder on one (1,C,h,w) latent (already divided by the latent scale); on success *out views
@@ -523,6 +533,11 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
     onnxstream_model_t *vae = NULL;
     onnxstream_status_t s = open_decoder(o, &vae, &tiled, path, sizeof path, err, err_size);
     if (s != ONNXSTREAM_OK) return s;
+    if (o->decoder_calibrate && (s = onnxstream_model_set_calibrate(vae, 1)) != ONNXSTREAM_OK) {
+        fail(err, err_size, s, "vae decoder (%s): %s", path, onnxstream_model_last_error(vae));
+        onnxstream_model_destroy(vae);
+        return s;
+    }
     int64_t decl[8];
     int rank = input_shape(vae, "input.1", decl, 8);
     int fits = rank == 4 && decl[1] == lat_shape[1] &&
@@ -556,9 +571,17 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
             else memcpy(image, v.data, (size_t)3 * w * h * sizeof(float));
         }
     }
+    if (s == ONNXSTREAM_OK && o->decoder_calibrate) {
+        /* The ranges recorded over this decode (every tile) become the folder's range_data.txt. */
+        char ranges[4200];
+        join(ranges, sizeof ranges, path, "range_data.txt");
+        s = onnxstream_model_write_range_data(vae, ranges);
+        if (s != ONNXSTREAM_OK) fail(err, err_size, s, "vae decoder calibration: %s", onnxstream_model_last_error(vae));
+        else if (!o->quiet) fprintf(stderr, "vae decoder calibrated: wrote %s\n", ranges);
+    }
     onnxstream_model_destroy(vae);
     if (s == ONNXSTREAM_OK && !o->quiet)
-        fprintf(stderr, "vae decoder%s: %.1f s\n", tiled ? " (tiled)" : "", sd_progress_now() - start);
+        fprintf(stderr, "vae decoder%s (%s): %.1f s\n", tiled ? " (tiled)" : "", path, sd_progress_now() - start);
     if (s == ONNXSTREAM_OK && o->output) {
         uint8_t *rgb = malloc((size_t)w * (size_t)h * 3);
         if (!rgb) {

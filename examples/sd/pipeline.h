@@ -9,6 +9,8 @@
  *                                 (B,77k,768) -> output 0 (B,4,h,w) (B = 1, or 2 for cond+uncond in one batch)
  *     (unet_fp32/ is used when unet_fp16/ is absent)
  *   <models>/vae_decoder_fp32/ or vae_decoder_fp16/   input input.1 (1,4,h,w) -> output 0 (1,3,8h,8w)
+ *   <models>/vae_decoder_qu8/     optional: the W8A8 decoder (uint8 weights + range_data.txt); used with
+ *                                 --decoder-qu8, and by default in memory mode MIN when present
  *   <models>/<decoder>_l32/, <decoder>_l16/   optional: the same decoder converted for (1,4,32,32) or
  *                                 (1,4,16,16) latent tiles, for tiled decoding (the tile size is read from the
  *                                 model; memory mode MIN prefers _l16, the others _l32)
@@ -45,6 +47,9 @@ typedef struct sd_pipeline_options {
     int memory_mode;              /* an onnxstream_memory_mode_t for all three models */
     int attention;                /* an onnxstream_attention_t */
     int decoder_fp16;             /* use vae_decoder_fp16/ */
+    int decoder_qu8;              /* use vae_decoder_qu8/ (W8A8) */
+    int decoder_calibrate;        /* decode with vae_decoder_qu8/ in float while recording activation ranges,
+                                     then write its range_data.txt (OnnxStream's --decoder-calibrate) */
     int tiled_decode;             /* SD_TILED_*: decode the latent in overlapping tiles */
     int tile_overlap;             /* latent cells shared by neighbouring tiles (default 8) */
     int ops_printf;               /* print every op as it finishes */

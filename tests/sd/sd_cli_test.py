@@ -198,6 +198,39 @@ def main():
                             "--steps", "2", "--output", out6], capture_output=True, text=True)
         check(r.returncode == 0 and png_info(out6)[:2] == (64, 64),
               f"a long prompt runs on a UNet converted for 154 tokens ({r.stderr.strip()[-160:]})")
+        # W8A8 decoder: converted with calibration on two random latents as the decoder sees them (scaled by
+        # 1/0.18215, with the spread of this run's latents), used by --decoder-qu8; its image must stay close
+        # to the float32 decoder's (PSNR >= 30 dB, the bar for W8A8).
+        calib = os.path.join(work, "calib")
+        spread = float(np.fromfile(latents, dtype=np.float32).std()) / LATENT_SCALE
+        for k in range(2):
+            os.makedirs(os.path.join(calib, str(k)))
+            z = (np.random.default_rng(100 + k).standard_normal((1, 4, 16, 16)) * spread).astype(np.float32)
+            np.save(os.path.join(calib, str(k), "input.1.npy"), z)
+        qu8 = os.path.join(models, "vae_decoder_qu8")
+        subprocess.run([convert, os.path.join(cases, "sd", "vae_decoder", "model.onnx"), qu8, "--quantize", "w8a8",
+                        "--calibration-inputs", calib], check=True, stdout=subprocess.DEVNULL)
+        out8 = os.path.join(work, "qu8.png")
+        r = subprocess.run(common + ["--decode-latents", latents, "--decoder-qu8", "--output", out8],
+                           capture_output=True, text=True)
+        check(r.returncode == 0 and "vae_decoder_qu8" in r.stderr, f"--decoder-qu8 decodes with vae_decoder_qu8 "
+              f"({r.stderr.strip()[-160:]})")
+        if r.returncode == 0:
+            a = np.asarray(Image.open(out1).convert("RGB")).astype(float)
+            b = np.asarray(Image.open(out8).convert("RGB")).astype(float)
+            psnr = 10 * np.log10(255.0 ** 2 / max(np.mean((a - b) ** 2), 1e-12))
+            check(psnr >= 30, f"W8A8 decoder image vs float32 decoder image: PSNR {psnr:.1f} dB >= 30")
+        # --decoder-calibrate rewrites vae_decoder_qu8/range_data.txt from this decode's activations.
+        ranges = os.path.join(qu8, "range_data.txt")
+        before = open(ranges).read()
+        os.remove(ranges)
+        r = subprocess.run(common + ["--decode-latents", latents, "--decoder-calibrate", "--output", out8],
+                           capture_output=True, text=True)
+        lines = open(ranges).read().splitlines() if os.path.exists(ranges) else []
+        names = lambda text: sorted(line.split(",")[0] for line in text.splitlines())  # noqa: E731
+        check(r.returncode == 0 and lines and all(len(line.split(",")) == 3 for line in lines) and
+              names("\n".join(lines)) == names(before),
+              f"--decoder-calibrate writes range_data.txt for the same tensors as the converter ({len(lines)} lines)")
         # Batch 2: a UNet taking (2,4,h,w) runs cond + uncond in one run per step; same image as two runs.
         models_b2 = os.path.join(work, "models_b2")
         os.mkdir(models_b2)
