@@ -116,17 +116,17 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
                 if (t.empty())
                     fail(ONNXSTREAM_ERR_INTERNAL, node.where, ": input '", graph.values()[static_cast<size_t>(in.value)].name,
                          "' is not available");
-                if (t.layout() == Layout::NHWC || (follow && layout->in_nhwc[k])) {
-                    if (node.def->nhwc_native && k == 0) {
-                        in_ptrs.push_back(&t);
-                    } else if (follow && layout->in_nhwc[k]) {
-                        const Tensor &src = in_layout(in.value, true);
-                        views.push_back(src.reshaped({src.dim(0), src.dim(2), src.dim(3), src.dim(1)}));
-                        views.back().set_layout(Layout::Plain);
-                        in_ptrs.push_back(&views.back());
-                    } else {
-                        in_ptrs.push_back(&in_layout(in.value, false));
-                    }
+                if (follow && layout->in_nhwc[k]) {
+                    const Tensor &src = in_layout(in.value, true);
+                    views.push_back(src.reshaped({src.dim(0), src.dim(2), src.dim(3), src.dim(1)}));
+                    views.back().set_layout(Layout::Plain);
+                    in_ptrs.push_back(&views.back());
+                } else if (k == 0 && node.def->nhwc == NhwcIo::Native) {
+                    in_ptrs.push_back(&t);
+                } else if (k == 0 && node.def->nhwc == NhwcIo::Same) {
+                    in_ptrs.push_back(&in_layout(in.value, layout && layout->out_nhwc[0]));
+                } else if (t.layout() == Layout::NHWC) {
+                    in_ptrs.push_back(&in_layout(in.value, false));
                 } else if (follow && !layout->in_shape[k].empty()) {
                     views.push_back(t.reshaped(layout->in_shape[k]));
                     in_ptrs.push_back(&views.back());
@@ -163,7 +163,7 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
         NodeView view{node.line->name, node.line->type, node.where, remapped};
         RunContext ctx(view, std::move(in_ptrs), out_infos, alloc, pool, std::move(is_weight), state, &options);
         ctx.set_transpose_counter(&stats.layout_transposes);
-        if (layout && node.def->nhwc_native) ctx.set_output_nhwc(layout->out_nhwc);
+        if (layout && node.def->nhwc != NhwcIo::None) ctx.set_output_nhwc(layout->out_nhwc);
         for (size_t k = 0; k < streamed.size(); ++k)
             if (streamed[k]) ctx.set_streamed(k, streamed[k].get());
         node.def->run(ctx);

@@ -127,8 +127,16 @@ void plan_layouts(const Graph &graph, Plan &plan) {
     const size_t nv = values.size();
     std::vector<const FollowOp *> follow_ops(nodes.size(), nullptr);
     std::vector<FollowNode> follow(nodes.size());
+    std::vector<bool> same(nodes.size(), false); // NhwcIo::Same nodes whose input 0 and output share a layout
     UnionFind classes(nv);
     for (const Node &node : nodes) {
+        if (node.def->nhwc == NhwcIo::Same && node.outputs.size() == 1 && !node.inputs.empty() &&
+            node.inputs[0].kind == NodeInput::Value && is_candidate(plan.values[static_cast<size_t>(node.inputs[0].value)]) &&
+            is_candidate(plan.values[static_cast<size_t>(node.outputs[0])])) {
+            same[static_cast<size_t>(node.index)] = true;
+            classes.unite(node.inputs[0].value, node.outputs[0]);
+            continue;
+        }
         const FollowOp *op = follow_op(node.line->type);
         if (!op) continue;
         FollowNode f = analyse_follow(node, *op, plan);
@@ -142,9 +150,10 @@ void plan_layouts(const Graph &graph, Plan &plan) {
         }
         follow[static_cast<size_t>(node.index)] = std::move(f);
     }
-    auto is_native_in = [&](const Node &n, size_t k) { return n.def->nhwc_native && k == 0; };
+    auto is_native_in = [&](const Node &n, size_t k) { return n.def->nhwc == NhwcIo::Native && k == 0; };
     auto is_follow_in = [&](const Node &n, size_t k) {
         const FollowNode &f = follow[static_cast<size_t>(n.index)];
+        if (same[static_cast<size_t>(n.index)]) return k == 0;
         return follow_ops[static_cast<size_t>(n.index)] != nullptr && f.member[k];
     };
 
@@ -165,8 +174,9 @@ void plan_layouts(const Graph &graph, Plan &plan) {
         } else {
             const Node &p = nodes[static_cast<size_t>(val.producer)];
             const bool first_output = !p.outputs.empty() && p.outputs[0] == static_cast<int>(v);
-            if (p.def->nhwc_native && first_output) gain[static_cast<size_t>(root)] += weight;
-            else if (!follow_ops[static_cast<size_t>(p.index)]) cost[static_cast<size_t>(root)] += weight;
+            if (p.def->nhwc == NhwcIo::Native && first_output) gain[static_cast<size_t>(root)] += weight;
+            else if (!follow_ops[static_cast<size_t>(p.index)] && !same[static_cast<size_t>(p.index)])
+                cost[static_cast<size_t>(root)] += weight;
         }
         bool rigid_consumer = false;
         for (int c : val.consumers) {
@@ -204,7 +214,9 @@ void plan_layouts(const Graph &graph, Plan &plan) {
                 l.out_infos.push_back(std::move(info));
             }
             if (op->has_axis) l.attrs = remap_axis(node, *op);
-        } else if (node.def->nhwc_native) {
+        } else if (same[static_cast<size_t>(node.index)]) {
+            l.in_nhwc[0] = l.out_nhwc[0] = nhwc[static_cast<size_t>(node.outputs[0])];
+        } else if (node.def->nhwc == NhwcIo::Native) {
             if (!node.inputs.empty() && node.inputs[0].kind == NodeInput::Value)
                 l.in_nhwc[0] = nhwc[static_cast<size_t>(node.inputs[0].value)];
             if (!node.outputs.empty()) l.out_nhwc[0] = nhwc[static_cast<size_t>(node.outputs[0])];

@@ -463,8 +463,8 @@ void deconv_run(RunContext &ctx) {
 
 void register_conv_ops(Registry &r) {
     r.add("Conv", {conv_infer, conv_run, /*ohwi_weight_input=*/1, /*reads_weights_exactly=*/true,
-                   /*streamable_weight_input=*/1, /*nhwc_native=*/true});
-    r.add("ConvTranspose", {deconv_infer, deconv_run, -1, /*reads_weights_exactly=*/true, -1, /*nhwc_native=*/true});
+                   /*streamable_weight_input=*/1, NhwcIo::Native});
+    r.add("ConvTranspose", {deconv_infer, deconv_run, -1, /*reads_weights_exactly=*/true, -1, NhwcIo::Native});
 }
 
 } // namespace onnxstream

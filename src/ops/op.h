@@ -116,7 +116,7 @@ public:
     std::shared_ptr<void> *state() const { return state_; }
     // The model's memory/speed choices for this run.
     const RunOptions &options() const { return *options_; }
-    // Channels-last tensors (Layout::NHWC; only for ops with OpDef::nhwc_native): input i arrives with its
+    // Channels-last tensors (Layout::NHWC; only for ops with OpDef::nhwc set): input i arrives with its
     // logical NCHW shape but NHWC data; output k should be written NHWC (and marked so with set_layout).
     bool input_nhwc(size_t i) const { return has_input(i) && input(i).layout() == Layout::NHWC; }
     bool output_nhwc(size_t k) const { return k < output_nhwc_.size() && output_nhwc_[k]; }
@@ -180,6 +180,18 @@ private:
 using InferFn = std::vector<TensorInfo> (*)(const InferContext &);
 using RunFn = void (*)(RunContext &);
 
+// Channels-last support of an op with OpDef::nhwc set: it handles Layout::NHWC on input 0 and writes output 0
+// NHWC when RunContext::output_nhwc(0) (and marks it with set_layout).
+enum class NhwcIo {
+    None,
+    // Input 0 arrives in the layout output 0 is to be written in (the executor converts it), and the op
+    // costs the same either way (GroupNormalization).
+    Same,
+    // Input 0 in either layout, output 0 in either; NCHW costs the op a transpose each way, since it
+    // computes channels-last (Conv). The plan keeps such ops' neighbours NHWC.
+    Native,
+};
+
 struct OpDef {
     InferFn infer = nullptr;
     RunFn run = nullptr;
@@ -192,10 +204,8 @@ struct OpDef {
     bool reads_weights_exactly = false;
     // Index of a weight input the op can read in row chunks (RunContext::is_streamed), or -1.
     int streamable_weight_input = -1;
-    // The op reads input 0 in either layout and writes output 0 NHWC when RunContext::output_nhwc(0) (it
-    // computes channels-last, so NCHW costs it a transpose each way: Conv). The layout plan keeps such
-    // ops' neighbours NHWC.
-    bool nhwc_native = false;
+    // What the op does with channels-last tensors (graph/layout_plan.h).
+    NhwcIo nhwc = NhwcIo::None;
 };
 
 // Run fn(i) for i in [0, n) on the pool, in tiles of `tile` indices (fn gets begin, end).
