@@ -83,6 +83,23 @@ class DeconvChain(nn.Module):
         return self.conv(torch.relu(self.up(x)) * self.scale)
 
 
+class MixedConsumers(nn.Module):
+    """An NHWC activation also read by an op that only takes NCHW (Softmax over channels), whose result comes
+    back into the NHWC group (Mul): the executor converts once each way."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(4, 8, 3, padding=1)
+        self.conv2 = nn.Conv2d(8, 4, 1)
+        self.conv3 = nn.Conv2d(8, 4, 3, padding=1)
+
+    def forward(self, x):
+        y = self.conv1(x)
+        y = y * torch.sigmoid(y)
+        b = torch.softmax(y, dim=1)
+        return self.conv2(y), self.conv3(y * b)
+
+
 # name -> (module, [(input name, shape)], opset, boundary transposes with the plan on)
 CASES = {
     # conv1 and side read the NCHW graph input (2), conv2 writes the NCHW graph output (1); everything
@@ -93,6 +110,9 @@ CASES = {
     "yolo_block": (YoloBlock, [("x", (1, 8, 10, 12))], 17, 2),
     # up reads the input (1), conv writes the output (1).
     "deconv_chain": (DeconvChain, [("x", (1, 6, 5, 7))], 17, 2),
+    # conv1 reads the input (1), y goes to Softmax NCHW (1), its result back to NHWC for the Mul (1), conv2
+    # and conv3 write the two outputs (2).
+    "mixed_consumers": (MixedConsumers, [("x", (1, 4, 9, 11))], 17, 5),
 }
 
 

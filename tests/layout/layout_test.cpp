@@ -55,5 +55,6 @@ protected:
 TEST_F(Layout, ConvChain) { check("conv_chain"); }
 TEST_F(Layout, YoloBlock) { check("yolo_block"); }
 TEST_F(Layout, DeconvChain) { check("deconv_chain"); }
+TEST_F(Layout, MixedConsumers) { check("mixed_consumers"); }
 
 } // namespace
