@@ -325,7 +325,29 @@ void global_pool_run(RunContext &ctx) {
     Tensor in_holder, out_holder;
     const float *in = as_f32(ctx, x, in_holder);
     float *out = out_f32(ctx, y, out_holder);
-    if (n == 0) {
+    if (ctx.input_nhwc(0) && n > 0) {
+        // Channels-last (layout plan; float32 only): per sample, combine the C-vectors of all pixels, a
+        // block of channels at a time. (N, C, 1, 1) is the same bytes in either layout.
+        y.set_layout(Layout::NHWC);
+        const size_t c = static_cast<size_t>(x.dim(1)), block = 64, blocks = (c + block - 1) / block;
+        parallel_for(ctx.pool(), static_cast<size_t>(x.dim(0)) * blocks, 1, [&](size_t b, size_t e) {
+            for (size_t t = b; t < e; ++t) {
+                const size_t sample = t / blocks, c0 = (t % blocks) * block, c1 = std::min(c, c0 + block);
+                const float *base = in + sample * n * c;
+                double acc[64];
+                for (size_t k = c0; k < c1; ++k) acc[k - c0] = avg ? 0.0 : base[k];
+                for (size_t i = avg ? 0 : 1; i < n; ++i) {
+                    const float *px = base + i * c;
+                    for (size_t k = c0; k < c1; ++k) {
+                        if (avg) acc[k - c0] += px[k];
+                        else acc[k - c0] = px[k] > acc[k - c0] ? px[k] : acc[k - c0];
+                    }
+                }
+                for (size_t k = c0; k < c1; ++k)
+                    out[sample * c + k] = static_cast<float>(avg ? acc[k - c0] / static_cast<double>(n) : acc[k - c0]);
+            }
+        });
+    } else if (n == 0) {
         // Averaging nothing is 0/0 (ONNX Runtime's mean); the maximum of nothing is the lowest float.
         std::fill(out, out + planes,
                   avg ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::lowest());
@@ -360,8 +382,8 @@ void global_pool_run(RunContext &ctx) {
 void register_pool_ops(Registry &r) {
     r.add("MaxPool", {pool_infer, pool_run, -1, false, -1, NhwcIo::Same});
     r.add("AveragePool", {pool_infer, pool_run, -1, false, -1, NhwcIo::Same});
-    r.add("GlobalAveragePool", {global_pool_infer, global_pool_run});
-    r.add("GlobalMaxPool", {global_pool_infer, global_pool_run});
+    r.add("GlobalAveragePool", {global_pool_infer, global_pool_run, -1, false, -1, NhwcIo::Same});
+    r.add("GlobalMaxPool", {global_pool_infer, global_pool_run, -1, false, -1, NhwcIo::Same});
 }
 
 } // namespace onnxstream

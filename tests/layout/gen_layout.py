@@ -83,6 +83,26 @@ class DeconvChain(nn.Module):
         return self.conv(torch.relu(self.up(x)) * self.scale)
 
 
+class SqueezeExcite(nn.Module):
+    """MobileNet-style: depthwise Conv, AveragePool, a squeeze-and-excitation branch (GlobalAveragePool,
+    1x1 Convs on (N, C, 1, 1)) scaling the channels, GlobalMaxPool added back."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(4, 16, 3, padding=1)
+        self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.fc1 = nn.Conv2d(16, 4, 1)
+        self.fc2 = nn.Conv2d(4, 16, 1)
+        self.conv2 = nn.Conv2d(16, 8, 1)
+
+    def forward(self, x):
+        y = F.hardswish(self.dw(torch.relu(self.conv1(x))))
+        y = F.avg_pool2d(y, 3, 1, 1)
+        s = torch.sigmoid(self.fc2(torch.relu(self.fc1(F.adaptive_avg_pool2d(y, 1)))))
+        y = y * s + F.adaptive_max_pool2d(y, 1)
+        return self.conv2(y)
+
+
 class MixedConsumers(nn.Module):
     """An NHWC activation also read by an op that only takes NCHW (Softmax over channels), whose result comes
     back into the NHWC group (Mul): the executor converts once each way."""
@@ -110,6 +130,9 @@ CASES = {
     "yolo_block": (YoloBlock, [("x", (1, 8, 10, 12))], 17, 2),
     # up reads the input (1), conv writes the output (1).
     "deconv_chain": (DeconvChain, [("x", (1, 6, 5, 7))], 17, 2),
+    # conv1 reads the input (1), conv2 writes the output (1); the SE branch's (N, C, 1, 1) tensors are the
+    # same bytes in both layouts.
+    "squeeze_excite": (SqueezeExcite, [("x", (1, 4, 10, 9))], 17, 2),
     # conv1 reads the input (1), y goes to Softmax NCHW (1), its result back to NHWC for the Mul (1), conv2
     # and conv3 write the two outputs (2).
     "mixed_consumers": (MixedConsumers, [("x", (1, 4, 9, 11))], 17, 5),

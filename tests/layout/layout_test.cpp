@@ -56,5 +56,6 @@ TEST_F(Layout, ConvChain) { check("conv_chain"); }
 TEST_F(Layout, YoloBlock) { check("yolo_block"); }
 TEST_F(Layout, DeconvChain) { check("deconv_chain"); }
 TEST_F(Layout, MixedConsumers) { check("mixed_consumers"); }
+TEST_F(Layout, SqueezeExcite) { check("squeeze_excite"); }
 
 } // namespace
