@@ -132,6 +132,8 @@ ONNXSTREAM_API const char *onnxstream_last_error(void);
 
 /** Option flags (bit set in onnxstream_model_options_t.flags). */
 #define ONNXSTREAM_FLAG_KEEP_ALL_OUTPUTS 0x1u /**< reserved for future use; must be 0 for now */
+/** Keep every activation NCHW (no channels-last layout plan between convolutions); for comparisons. */
+#define ONNXSTREAM_FLAG_NCHW_ONLY 0x2u
 
 typedef struct onnxstream_model_options {
     uint32_t struct_size; /**< sizeof(onnxstream_model_options_t); set by onnxstream_model_options_init */
@@ -407,6 +409,8 @@ typedef struct onnxstream_run_stats {
     uint64_t weight_bytes_read;   /**< bytes the weights provider read during the run */
     uint64_t weight_read_us;      /**< time spent reading them, on any thread (prefetch reads overlap ops) */
     uint64_t weight_wait_us;      /**< time the run waited for weights; read_us - wait_us was hidden */
+    /* Since 0.3: */
+    uint64_t layout_transposes;   /**< NCHW <-> NHWC activation transposes done (in ops and at layout boundaries) */
 } onnxstream_run_stats_t;
 
 /** Read the figures of the last successful run (zeros before one). */

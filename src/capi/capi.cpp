@@ -99,7 +99,8 @@ onnxstream_status_t onnxstream_model_create(const onnxstream_model_options_t *op
                     " (expected 0..1024, 0 = one per core)");
         REQUIRE_ARG(o.provider >= ONNXSTREAM_PROVIDER_AUTO && o.provider <= ONNXSTREAM_PROVIDER_RAM,
                     "onnxstream_model_create: unknown provider kind ", o.provider);
-        REQUIRE_ARG(o.flags == 0, "onnxstream_model_create: unknown flags 0x", std::hex, o.flags);
+        REQUIRE_ARG((o.flags & ~ONNXSTREAM_FLAG_NCHW_ONLY) == 0, "onnxstream_model_create: unknown flags 0x", std::hex,
+                    o.flags);
         REQUIRE_ARG(o.memory_mode >= ONNXSTREAM_MEMORY_BALANCED && o.memory_mode <= ONNXSTREAM_MEMORY_MAX_SPEED,
                     "onnxstream_model_create: unknown memory mode ", o.memory_mode, " (expected 0 balanced, 1 min, 2 max-speed)");
         REQUIRE_ARG(o.attention >= ONNXSTREAM_ATTENTION_AUTO && o.attention <= ONNXSTREAM_ATTENTION_FLASH,
@@ -116,6 +117,7 @@ onnxstream_status_t onnxstream_model_create(const onnxstream_model_options_t *op
         mo.provider = ms.provider;
         mo.prefetch_bytes = ms.prefetch_bytes;
         mo.run = ms.run;
+        mo.run.nhwc_layout = (o.flags & ONNXSTREAM_FLAG_NCHW_ONLY) == 0;
         if (o.cache_path) mo.cache_path = o.cache_path;
         *out = new onnxstream_model(mo);
     });
@@ -340,6 +342,7 @@ onnxstream_status_t onnxstream_model_run_stats(onnxstream_model_t *model, onnxst
         s.weight_bytes_read = last.bytes_read;
         s.weight_read_us = last.read_us;
         s.weight_wait_us = last.exec.weight_wait_us;
+        s.layout_transposes = last.exec.layout_transposes;
         std::memcpy(stats, &s, std::min<size_t>(stats->struct_size, sizeof(s)));
     });
 }

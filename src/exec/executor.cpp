@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "ops/layout.h"
 #include "util/error.h"
 
 namespace onnxstream {
@@ -41,6 +42,21 @@ bool streams(const Node &node, size_t input, const RunOptions &options) {
     return floating && in.weight.byte_size() > options.weight_chunk_bytes;
 }
 
+// t (a rank-4 float32 activation) in the other layout; one or one-pixel channels only change the label.
+Tensor convert_layout(const Tensor &t, bool to_nhwc, const Allocator &alloc, pthreadpool_t pool, uint64_t &count) {
+    const size_t n = static_cast<size_t>(t.dim(0)), c = static_cast<size_t>(t.dim(1));
+    const size_t hw = static_cast<size_t>(t.dim(2) * t.dim(3));
+    Tensor out = t;
+    if (c != 1 && hw != 1) {
+        out = make_tensor(alloc, t.dtype(), t.shape());
+        if (to_nhwc) nchw_to_nhwc(t.data<float>(), out.data<float>(), n, c, hw, pool);
+        else nhwc_to_nchw(t.data<float>(), out.data<float>(), n, c, hw, pool);
+        ++count;
+    }
+    out.set_layout(to_nhwc ? Layout::NHWC : Layout::Plain);
+    return out;
+}
+
 // Ends the provider's run however execute() exits.
 struct RunScope {
     WeightsProvider &provider;
@@ -63,6 +79,15 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
     stats = RunStats();
     auto run_start = Clock::now();
     std::vector<Tensor> live(graph.values().size());
+    // A value's copy in the other layout, made once for the consumers that need it (layout plan).
+    std::vector<Tensor> other(graph.values().size());
+    auto in_layout = [&](int v, bool nhwc) -> const Tensor & {
+        const Tensor &t = live[static_cast<size_t>(v)];
+        if ((t.layout() == Layout::NHWC) == nhwc) return t;
+        Tensor &o = other[static_cast<size_t>(v)];
+        if (o.empty()) o = convert_layout(t, nhwc, alloc, pool, stats.layout_transposes);
+        return o;
+    };
     for (size_t i = 0; i < graph.inputs().size(); ++i) live[static_cast<size_t>(graph.inputs()[i])] = inputs.at(i);
     if (observer)
         for (size_t i = 0; i < graph.inputs().size(); ++i) (*observer)(graph.inputs()[i], inputs.at(i));
@@ -79,7 +104,11 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
     for (const Node &node : nodes) {
         auto start = Clock::now();
         std::vector<Tensor> weights; // alive for the duration of this op only
+        std::vector<Tensor> views;   // inputs as a layout-independent op sees them (NodeLayout::follow)
         std::vector<const Tensor *> in_ptrs;
+        const NodeLayout *layout = plan.layouts.empty() ? nullptr : &plan.layouts[static_cast<size_t>(node.index)];
+        const bool follow = layout && layout->follow;
+        views.reserve(node.inputs.size());
         std::vector<bool> is_weight;
         std::vector<std::unique_ptr<ProviderRows>> streamed(node.inputs.size());
         weights.reserve(node.inputs.size());
@@ -90,7 +119,23 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
                 if (t.empty())
                     fail(ONNXSTREAM_ERR_INTERNAL, node.where, ": input '", graph.values()[static_cast<size_t>(in.value)].name,
                          "' is not available");
-                in_ptrs.push_back(&t);
+                if (follow && layout->in_nhwc[k]) {
+                    const Tensor &src = in_layout(in.value, true);
+                    views.push_back(src.reshaped({src.dim(0), src.dim(2), src.dim(3), src.dim(1)}));
+                    views.back().set_layout(Layout::Plain);
+                    in_ptrs.push_back(&views.back());
+                } else if (k == 0 && node.def->nhwc == NhwcIo::Native) {
+                    in_ptrs.push_back(&t);
+                } else if (k == 0 && node.def->nhwc == NhwcIo::Same) {
+                    in_ptrs.push_back(&in_layout(in.value, layout && layout->out_nhwc[0]));
+                } else if (t.layout() == Layout::NHWC) {
+                    in_ptrs.push_back(&in_layout(in.value, false));
+                } else if (follow && !layout->in_shape[k].empty()) {
+                    views.push_back(t.reshaped(layout->in_shape[k]));
+                    in_ptrs.push_back(&views.back());
+                } else {
+                    in_ptrs.push_back(&t);
+                }
             } else if (in.kind == NodeInput::Weight && streams(node, k, options)) {
                 // Shape and layout only: the op reads the rows it needs through RunContext.
                 Tensor info(in.weight.dtype, in.weight.shape, nullptr);
@@ -106,6 +151,7 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
                 Tensor w = provider.fetch(in.weight, alloc);
                 stats.weight_wait_us += us_since(fetch_start);
                 if (!w.storage()->padded() && !node.def->reads_weights_exactly) w = padded_copy(w, alloc);
+                if (follow && !layout->in_shape[k].empty()) w = w.reshaped(layout->in_shape[k]);
                 weights.push_back(std::move(w));
                 in_ptrs.push_back(&weights.back());
                 is_weight.resize(in_ptrs.size(), false);
@@ -114,12 +160,15 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
                 in_ptrs.push_back(nullptr);
             }
         }
-        const auto &out_infos = plan.node_outputs[static_cast<size_t>(node.index)];
+        const auto &out_infos = follow ? layout->out_infos : plan.node_outputs[static_cast<size_t>(node.index)];
         std::shared_ptr<void> *state = node_state ? &node_state->at(static_cast<size_t>(node.index)) : nullptr;
         RunOptions node_options = options;
         if (options.node_ranges) node_options.activation_ranges = &options.node_ranges->at(static_cast<size_t>(node.index));
-        RunContext ctx(node.view(), std::move(in_ptrs), out_infos, alloc, pool, std::move(is_weight), state,
-                       &node_options);
+        Attributes remapped = layout && layout->attrs ? Attributes(layout->attrs.get(), node.where) : node.attrs;
+        NodeView view{node.line->name, node.line->type, node.where, remapped};
+        RunContext ctx(view, std::move(in_ptrs), out_infos, alloc, pool, std::move(is_weight), state, &node_options);
+        ctx.set_transpose_counter(&stats.layout_transposes);
+        if (layout && node.def->nhwc != NhwcIo::None) ctx.set_output_nhwc(layout->out_nhwc);
         for (size_t k = 0; k < streamed.size(); ++k)
             if (streamed[k]) ctx.set_streamed(k, streamed[k].get());
         node.def->run(ctx);
@@ -134,10 +183,18 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
                      dtype_name(out.dtype()), " ", shape_str(out.shape()), " but the plan expects ",
                      dtype_name(out_infos[k].dtype), " ", shape_str(out_infos[k].shape),
                      " (a data-dependent shape differs from model.txt's declaration)");
+            if (follow) {
+                const Shape &logical = plan.node_outputs[static_cast<size_t>(node.index)][k].shape;
+                out = out.reshaped(logical);
+                out.set_layout(Layout::NHWC);
+            }
             live[static_cast<size_t>(node.outputs[k])] = std::move(out);
             if (observer) (*observer)(node.outputs[k], live[static_cast<size_t>(node.outputs[k])]);
         }
-        for (int v : plan.free_after[static_cast<size_t>(node.index)]) live[static_cast<size_t>(v)] = Tensor();
+        for (int v : plan.free_after[static_cast<size_t>(node.index)]) {
+            live[static_cast<size_t>(v)] = Tensor();
+            other[static_cast<size_t>(v)] = Tensor();
+        }
 
         if (progress) {
             OpProgress p{static_cast<size_t>(node.index), nodes.size(), node.line, us_since(start),
@@ -148,7 +205,8 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
     }
     stats.run_us = us_since(run_start);
     std::vector<Tensor> outputs;
-    for (int v : graph.outputs()) outputs.push_back(live[static_cast<size_t>(v)]);
+    // Users always get NCHW (the plan never leaves an output NHWC; this keeps it so whatever an op did).
+    for (int v : graph.outputs()) outputs.push_back(in_layout(v, false));
     return outputs;
 }
 

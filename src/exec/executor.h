@@ -21,6 +21,8 @@ struct OpProgress {
 struct RunStats {
     uint64_t run_us = 0;
     uint64_t weight_wait_us = 0; // time the executor waited for weights (not hidden by prefetch)
+    // NCHW <-> NHWC activation transposes: inside ops (Conv on an NCHW tensor) and at layout-plan boundaries.
+    uint64_t layout_transposes = 0;
 };
 
 // Return true to cancel the run.

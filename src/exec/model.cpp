@@ -6,6 +6,7 @@
 #include <sstream>
 #include <sys/stat.h>
 
+#include "graph/layout_plan.h"
 #include "graph/model_txt.h"
 #include "util/error.h"
 #include "util/strings.h"
@@ -169,7 +170,9 @@ const Plan &Model::plan_for_inputs() {
         if (spec.byte_size() > kMaxInferenceConstantBytes) return Tensor();
         return provider_->fetch(spec, alloc_);
     };
-    return plans_.emplace(key, make_plan(*graph_, infos, load_constant)).first->second;
+    Plan plan = make_plan(*graph_, infos, load_constant);
+    if (options_.run.nhwc_layout) plan_layouts(*graph_, plan);
+    return plans_.emplace(key, std::move(plan)).first->second;
 }
 
 void Model::run(const ProgressFn &progress) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -11,11 +12,26 @@
 
 namespace onnxstream {
 
+// How one node sees channels-last (NHWC) tensors; filled by plan_layouts() (graph/layout_plan.h).
+struct NodeLayout {
+    // The node is layout-independent (elementwise, Concat, Split, ...) and runs on physical NHWC views:
+    // its NHWC inputs are handed to it as plain (N,H,W,C) tensors, its other inputs reshaped to
+    // in_shape[i] (when not empty), its axis attribute remapped (attrs), and its outputs come out in
+    // out_infos' physical shapes, relabelled NHWC with their logical shapes afterwards.
+    bool follow = false;
+    std::vector<bool> in_nhwc;  // per input: the value must be NHWC when the node runs
+    std::vector<bool> out_nhwc; // per output: write NHWC (native ops: RunContext::output_nhwc)
+    std::vector<Shape> in_shape;
+    std::vector<TensorInfo> out_infos;
+    std::shared_ptr<const std::vector<AttributeText>> attrs; // remapped attributes (follow), or null
+};
+
 struct Plan {
     std::vector<std::vector<TensorInfo>> node_outputs; // per node, per output
     std::vector<std::optional<TensorInfo>> values;     // per value
     std::vector<std::vector<int>> free_after;          // per node: values dead once it has run
     std::vector<WeightSpec> fetch_order;               // every weight reference, in op order
+    std::vector<NodeLayout> layouts;                   // per node; empty: every tensor is NCHW
 };
 
 // Loads a small weight for shape inference (Reshape's shape, Slice's starts, ...), or returns an empty

@@ -1,6 +1,7 @@
 // Conv and ConvTranspose (1-D and 2-D) on NCHW activations, computed by XNNPACK in NHWC: the input is
-// transposed to NHWC, the kernel runs, and the result is transposed back. float16 tensors are computed
-// in float32.
+// transposed to NHWC, the kernel runs, and the result is transposed back - unless the layout plan keeps
+// the input or output channels-last (Layout::NHWC), which is then read or written as is. float16
+// tensors are computed in float32.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -134,7 +135,8 @@ const float *input_nhwc(const RunContext &ctx, const Tensor &x, size_t n, size_t
                         Tensor &holder) {
     Tensor f32_holder;
     const float *src = as_f32(ctx, x, f32_holder);
-    const bool same_order = c == 1 || hw == 1;
+    // Channels-last already (the layout plan), or a layout where both orders are the same bytes.
+    const bool same_order = c == 1 || hw == 1 || x.layout() == Layout::NHWC;
     if (same_order && (!f32_holder.empty() || x.storage()->padded())) {
         holder = f32_holder;
         return src;
@@ -142,28 +144,33 @@ const float *input_nhwc(const RunContext &ctx, const Tensor &x, size_t n, size_t
     holder = ctx.scratch(DType::F32, {static_cast<int64_t>(n * c * hw)});
     if (same_order)
         std::memcpy(holder.data<float>(), src, n * c * hw * sizeof(float));
-    else
+    else {
         nchw_to_nhwc(src, holder.data<float>(), n, c, hw, ctx.pool());
+        ctx.count_transpose();
+    }
     return holder.data<float>();
 }
 
 // Where the kernel writes its NHWC float32 result: the output itself when no transpose or conversion is
 // needed, else scratch that finish_output() moves into the output.
-float *output_nhwc(const RunContext &ctx, Tensor &y, size_t c, size_t hw, Tensor &holder) {
-    if (y.dtype() == DType::F32 && (c == 1 || hw == 1)) return y.data<float>();
+// With RunContext::output_nhwc(0) the output stays channels-last (marked Layout::NHWC).
+float *output_nhwc(RunContext &ctx, Tensor &y, size_t c, size_t hw, Tensor &holder) {
+    if (ctx.output_nhwc(0)) y.set_layout(Layout::NHWC);
+    if (y.dtype() == DType::F32 && (c == 1 || hw == 1 || y.layout() == Layout::NHWC)) return y.data<float>();
     holder = ctx.scratch(DType::F32, y.shape());
     return holder.data<float>();
 }
 
 void finish_output(const RunContext &ctx, Tensor &y, size_t n, size_t c, size_t hw, const Tensor &holder) {
     if (holder.empty()) return;
-    if (c == 1 || hw == 1) {
-        // Only a float16 output gets here: NHWC is NCHW already, just convert.
+    if (c == 1 || hw == 1 || y.layout() == Layout::NHWC) {
+        // Only a float16 output gets here: NHWC is what y holds, just convert.
         store_f32_output(ctx, y, holder);
         return;
     }
     Tensor staged;
     nhwc_to_nchw(holder.data<float>(), out_f32(ctx, y, staged), n, c, hw, ctx.pool());
+    ctx.count_transpose();
     store_f32_output(ctx, y, staged);
 }
 
@@ -458,8 +465,8 @@ void deconv_run(RunContext &ctx) {
 
 void register_conv_ops(Registry &r) {
     r.add("Conv", {conv_infer, conv_run, /*ohwi_weight_input=*/1, /*reads_weights_exactly=*/true,
-                   /*streamable_weight_input=*/1});
-    r.add("ConvTranspose", {deconv_infer, deconv_run, -1, /*reads_weights_exactly=*/true});
+                   /*streamable_weight_input=*/1, NhwcIo::Native});
+    r.add("ConvTranspose", {deconv_infer, deconv_run, -1, /*reads_weights_exactly=*/true, -1, NhwcIo::Native});
 }
 
 } // namespace onnxstream

@@ -206,6 +206,66 @@ void group_normalize(const RunContext &ctx, const float *x, float *y, int64_t n,
     });
 }
 
+// The same on channels-last x (N, plane, C) (the layout plan's Layout::NHWC): a group is `c / groups`
+// consecutive floats of every pixel.
+void group_normalize_nhwc(const RunContext &ctx, const float *x, float *y, int64_t n, int64_t c, int64_t plane,
+                          int64_t groups, const std::vector<float> &cscale, const std::vector<float> &cbias,
+                          float eps) {
+    const int64_t cpg = c / groups;
+    std::vector<float> a(static_cast<size_t>(n * c)), m(static_cast<size_t>(n * c));
+    parallel_for(ctx.pool(), static_cast<size_t>(n * groups), 1, [&](size_t begin, size_t end) {
+        for (size_t ng = begin; ng < end; ++ng) {
+            const int64_t sample = static_cast<int64_t>(ng) / groups, g = static_cast<int64_t>(ng) % groups;
+            const float *base = x + sample * plane * c + g * cpg;
+            // Shifted sums (as mean_var) so a large mean does not cancel the variance away.
+            const float shift = base[0];
+            double s1 = 0, s2 = 0;
+            for (int64_t p = 0; p < plane; ++p) {
+                const float *xp = base + p * c;
+                float f1 = 0, f2 = 0;
+                for (int64_t j = 0; j < cpg; ++j) {
+                    const float d = xp[j] - shift;
+                    f1 += d;
+                    f2 += d * d;
+                }
+                s1 += f1;
+                s2 += f2;
+            }
+            const double count = static_cast<double>(plane * cpg);
+            const double dm = count > 0 ? s1 / count : 0.0;
+            const double var = count > 0 ? std::max(0.0, s2 / count - dm * dm) : 0.0;
+            const float mean = static_cast<float>(dm + shift), inv = static_cast<float>(1.0 / std::sqrt(var + eps));
+            for (int64_t j = 0; j < cpg; ++j) {
+                const size_t ch = static_cast<size_t>(g * cpg + j);
+                a[static_cast<size_t>(sample * c) + ch] = inv * cscale[ch];
+                m[static_cast<size_t>(sample * c) + ch] = mean;
+            }
+        }
+    });
+    size_t tile = static_cast<size_t>(std::max<int64_t>(1, 16384 / std::max<int64_t>(c, 1)));
+    parallel_for(ctx.pool(), static_cast<size_t>(n * plane), tile, [&](size_t begin, size_t end) {
+        for (size_t p = begin; p < end; ++p) {
+            const size_t sample = p / static_cast<size_t>(plane);
+            const float *ap = a.data() + sample * static_cast<size_t>(c), *mp = m.data() + sample * static_cast<size_t>(c);
+            const float *xp = x + static_cast<int64_t>(p) * c;
+            float *yp = y + static_cast<int64_t>(p) * c;
+            for (int64_t ch = 0; ch < c; ++ch) yp[ch] = (xp[ch] - mp[ch]) * ap[ch] + cbias[static_cast<size_t>(ch)];
+        }
+    });
+}
+
+// Group normalisation in the layout the plan chose (input 0 arrives in the layout output 0 is written in).
+void group_normalize_any(RunContext &ctx, const Tensor &x, Tensor &y, int64_t groups, const std::vector<float> &cscale,
+                         const std::vector<float> &cbias, float eps) {
+    const int64_t n = x.dim(0), c = x.dim(1), plane = prod(x.shape(), 2, x.rank());
+    if (ctx.input_nhwc(0)) {
+        ctx.output(0).set_layout(Layout::NHWC);
+        group_normalize_nhwc(ctx, x.data<float>(), y.data<float>(), n, c, plane, groups, cscale, cbias, eps);
+    } else {
+        group_normalize(ctx, x.data<float>(), y.data<float>(), n, c, plane, groups, cscale, cbias, eps);
+    }
+}
+
 std::vector<TensorInfo> infer_instancenorm(const InferContext &ctx) {
     ctx.require_inputs(3, 3);
     ctx.require_dtype(0, {DType::F32, DType::F16});
@@ -223,10 +283,8 @@ std::vector<TensorInfo> infer_instancenorm(const InferContext &ctx) {
 void run_instancenorm(RunContext &ctx) {
     Tensor x = as_f32(ctx, ctx.input(0));
     Tensor y = f32_target(ctx, 0);
-    int64_t n = x.dim(0), c = x.dim(1);
-    group_normalize(ctx, x.data<float>(), y.data<float>(), n, c, prod(x.shape(), 2, x.rank()), c,
-                    float_values(ctx.input(1)), float_values(ctx.input(2)),
-                    ctx.attrs().get_float("epsilon", 1e-5f));
+    group_normalize_any(ctx, x, y, x.dim(1), float_values(ctx.input(1)), float_values(ctx.input(2)),
+                        ctx.attrs().get_float("epsilon", 1e-5f));
     finish_f32(ctx, 0, y);
 }
 
@@ -257,7 +315,7 @@ std::vector<TensorInfo> infer_groupnorm(const InferContext &ctx) {
 void run_groupnorm(RunContext &ctx) {
     Tensor x = as_f32(ctx, ctx.input(0));
     Tensor y = f32_target(ctx, 0);
-    int64_t n = x.dim(0), c = x.dim(1), groups = ctx.attrs().get_int("num_groups", 1);
+    int64_t c = x.dim(1), groups = ctx.attrs().get_int("num_groups", 1);
     auto per_channel = [&](const Tensor &t) {
         std::vector<float> v = float_values(t);
         if (static_cast<int64_t>(v.size()) == c) return v;
@@ -266,9 +324,8 @@ void run_groupnorm(RunContext &ctx) {
             out[static_cast<size_t>(ch)] = v[static_cast<size_t>(ch / (c / groups))];
         return out;
     };
-    group_normalize(ctx, x.data<float>(), y.data<float>(), n, c, prod(x.shape(), 2, x.rank()), groups,
-                    per_channel(ctx.input(1)), per_channel(ctx.input(2)),
-                    ctx.attrs().get_float("epsilon", 1e-5f));
+    group_normalize_any(ctx, x, y, groups, per_channel(ctx.input(1)), per_channel(ctx.input(2)),
+                        ctx.attrs().get_float("epsilon", 1e-5f));
     finish_f32(ctx, 0, y);
 }
 
@@ -581,8 +638,8 @@ void run_lpnorm(RunContext &ctx) {
 void register_normalization_ops(Registry &r) {
     // Hand-written loops read weights exactly; Softmax copies an unpadded input before XNNPACK sees it.
     r.add("BatchNormalization", {infer_batchnorm, run_batchnorm, -1, true});
-    r.add("InstanceNormalization", {infer_instancenorm, run_instancenorm, -1, true});
-    r.add("GroupNormalization", {infer_groupnorm, run_groupnorm, -1, true});
+    r.add("InstanceNormalization", {infer_instancenorm, run_instancenorm, -1, true, -1, NhwcIo::Same});
+    r.add("GroupNormalization", {infer_groupnorm, run_groupnorm, -1, true, -1, NhwcIo::Same});
     r.add("LayerNormalization", {infer_layernorm, run_layernorm, -1, true});
     r.add("Softmax", {infer_softmax, run_softmax<false>, -1, true});
     r.add("LogSoftmax", {infer_softmax, run_softmax<true>, -1, true});

@@ -92,6 +92,9 @@ struct RunOptions {
     // executor points `activation_ranges` at the running node's entry. Null: every op computes in float.
     const std::vector<NodeActivationRanges> *node_ranges = nullptr;
     const NodeActivationRanges *activation_ranges = nullptr;
+    // Keep rank-4 float activations channels-last between ops that can read and write them that way
+    // (graph/layout_plan.h), so convolutions do not transpose their input and output on every call.
+    bool nhwc_layout = true;
 };
 
 // A weight input that the executor streams in row chunks (rows = dim 0, e.g. a Conv's output channels)
@@ -127,6 +130,16 @@ public:
     std::shared_ptr<void> *state() const { return state_; }
     // The model's memory/speed choices for this run.
     const RunOptions &options() const { return *options_; }
+    // Channels-last tensors (Layout::NHWC; only for ops with OpDef::nhwc set): input i arrives with its
+    // logical NCHW shape but NHWC data; output k should be written NHWC (and marked so with set_layout).
+    bool input_nhwc(size_t i) const { return has_input(i) && input(i).layout() == Layout::NHWC; }
+    bool output_nhwc(size_t k) const { return k < output_nhwc_.size() && output_nhwc_[k]; }
+    void set_output_nhwc(std::vector<bool> flags) { output_nhwc_ = std::move(flags); }
+    // Ops that transpose an activation between NCHW and NHWC count it here (RunStats::layout_transposes).
+    void count_transpose() const {
+        if (transposes_) ++*transposes_;
+    }
+    void set_transpose_counter(uint64_t *counter) { transposes_ = counter; }
     // Only for the op's OpDef::streamable_weight_input: when the weight is streamed, input(i) has its
     // dtype/shape/layout but no data, and the op reads it in chunks of at most
     // weight_chunk_rows(i) rows through read_weight_rows. Otherwise input(i) is the whole weight.
@@ -170,6 +183,8 @@ private:
     std::shared_ptr<void> *state_;
     const RunOptions *options_;
     std::vector<const StreamedWeight *> streamed_;
+    std::vector<bool> output_nhwc_;
+    uint64_t *transposes_ = nullptr;
     static const RunOptions &default_options() {
         static const RunOptions defaults;
         return defaults;
@@ -178,6 +193,18 @@ private:
 
 using InferFn = std::vector<TensorInfo> (*)(const InferContext &);
 using RunFn = void (*)(RunContext &);
+
+// Channels-last support of an op with OpDef::nhwc set: it handles Layout::NHWC on input 0 and writes output 0
+// NHWC when RunContext::output_nhwc(0) (and marks it with set_layout).
+enum class NhwcIo {
+    None,
+    // Input 0 arrives in the layout output 0 is to be written in (the executor converts it), and the op
+    // costs the same either way (GroupNormalization).
+    Same,
+    // Input 0 in either layout, output 0 in either; NCHW costs the op a transpose each way, since it
+    // computes channels-last (Conv). The plan keeps such ops' neighbours NHWC.
+    Native,
+};
 
 struct OpDef {
     InferFn infer = nullptr;
@@ -191,6 +218,8 @@ struct OpDef {
     bool reads_weights_exactly = false;
     // Index of a weight input the op can read in row chunks (RunContext::is_streamed), or -1.
     int streamable_weight_input = -1;
+    // What the op does with channels-last tensors (graph/layout_plan.h).
+    NhwcIo nhwc = NhwcIo::None;
 };
 
 // Run fn(i) for i in [0, n) on the pool, in tiles of `tile` indices (fn gets begin, end).

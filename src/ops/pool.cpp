@@ -219,6 +219,44 @@ void pool_nchw(const float *x, float *y, float *rows, const PoolGeometry &g, Poo
     });
 }
 
+// The same on channels-last 2-D x (N, H, W, C) (the layout plan's Layout::NHWC): each output pixel combines
+// the C-vectors of its window's valid input pixels.
+void pool_nhwc(const float *x, float *y, int64_t n, int64_t c, const PoolGeometry &g, PoolKind kind,
+               bool include_pad, pthreadpool_t pool) {
+    const PoolAxis ah = pool_axis(g, 0), aw = pool_axis(g, 1);
+    const int64_t in_h = g.in[0], in_w = g.in[1], out_h = g.out[0], out_w = g.out[1];
+    const bool is_max = kind == PoolKind::Max;
+    const float init = is_max ? std::numeric_limits<float>::lowest() : 0.0f;
+    const size_t pixels = static_cast<size_t>(n * out_h * out_w);
+    const size_t work = static_cast<size_t>(std::max<int64_t>(1, c * g.kernel[0] * g.kernel[1]));
+    parallel_for(pool, pixels, std::max<size_t>(1, 16384 / work), [&](size_t begin, size_t end) {
+        for (size_t p = begin; p < end; ++p) {
+            const int64_t b = static_cast<int64_t>(p) / (out_h * out_w);
+            const size_t oh = static_cast<size_t>(static_cast<int64_t>(p) / out_w % out_h);
+            const size_t ow = static_cast<size_t>(static_cast<int64_t>(p) % out_w);
+            float *yp = y + static_cast<int64_t>(p) * c;
+            std::fill(yp, yp + c, init);
+            for (int64_t i = 0; i < ah.count_valid[oh]; ++i) {
+                const int64_t ih = ah.first[oh] + i * ah.dilation;
+                for (int64_t j = 0; j < aw.count_valid[ow]; ++j) {
+                    const int64_t iw = aw.first[ow] + j * aw.dilation;
+                    const float *xp = x + ((b * in_h + ih) * in_w + iw) * c;
+                    if (is_max)
+                        for (int64_t k = 0; k < c; ++k) yp[k] = xp[k] > yp[k] ? xp[k] : yp[k];
+                    else
+                        for (int64_t k = 0; k < c; ++k) yp[k] += xp[k];
+                }
+            }
+            if (!is_max) {
+                const int64_t valid = ah.count_valid[oh] * aw.count_valid[ow];
+                const int64_t count = include_pad ? ah.count_padded[oh] * aw.count_padded[ow] : valid;
+                const float scale = valid > 0 ? 1.0f / static_cast<float>(count) : 0.0f;
+                for (int64_t k = 0; k < c; ++k) yp[k] *= scale;
+            }
+        }
+    });
+}
+
 std::vector<TensorInfo> pool_infer(const InferContext &ctx) {
     ctx.require_inputs(1, 1);
     ctx.require_dtype(0, {DType::F32, DType::F16});
@@ -248,6 +286,13 @@ void pool_run(RunContext &ctx) {
     Tensor in_holder, out_holder;
     const float *in = as_f32(ctx, x, in_holder);
     float *out = out_f32(ctx, y, out_holder);
+    if (ctx.input_nhwc(0)) {
+        // Only 2-D float32 pools get channels-last tensors (layout plan), so in/out are x's and y's data.
+        y.set_layout(Layout::NHWC);
+        pool_nhwc(in, out, x.dim(0), x.dim(1), g, avg ? PoolKind::Avg : PoolKind::Max,
+                  avg && ctx.attrs().get_int("count_include_pad", 0) == 1, ctx.pool());
+        return;
+    }
     Tensor rows;
     if (g.spatial > 1) {
         int64_t in_rows = g.planes;
@@ -280,7 +325,29 @@ void global_pool_run(RunContext &ctx) {
     Tensor in_holder, out_holder;
     const float *in = as_f32(ctx, x, in_holder);
     float *out = out_f32(ctx, y, out_holder);
-    if (n == 0) {
+    if (ctx.input_nhwc(0) && n > 0) {
+        // Channels-last (layout plan; float32 only): per sample, combine the C-vectors of all pixels, a
+        // block of channels at a time. (N, C, 1, 1) is the same bytes in either layout.
+        y.set_layout(Layout::NHWC);
+        const size_t c = static_cast<size_t>(x.dim(1)), block = 64, blocks = (c + block - 1) / block;
+        parallel_for(ctx.pool(), static_cast<size_t>(x.dim(0)) * blocks, 1, [&](size_t b, size_t e) {
+            for (size_t t = b; t < e; ++t) {
+                const size_t sample = t / blocks, c0 = (t % blocks) * block, c1 = std::min(c, c0 + block);
+                const float *base = in + sample * n * c;
+                double acc[64];
+                for (size_t k = c0; k < c1; ++k) acc[k - c0] = avg ? 0.0 : base[k];
+                for (size_t i = avg ? 0 : 1; i < n; ++i) {
+                    const float *px = base + i * c;
+                    for (size_t k = c0; k < c1; ++k) {
+                        if (avg) acc[k - c0] += px[k];
+                        else acc[k - c0] = px[k] > acc[k - c0] ? px[k] : acc[k - c0];
+                    }
+                }
+                for (size_t k = c0; k < c1; ++k)
+                    out[sample * c + k] = static_cast<float>(avg ? acc[k - c0] / static_cast<double>(n) : acc[k - c0]);
+            }
+        });
+    } else if (n == 0) {
         // Averaging nothing is 0/0 (ONNX Runtime's mean); the maximum of nothing is the lowest float.
         std::fill(out, out + planes,
                   avg ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::lowest());
@@ -313,10 +380,10 @@ void global_pool_run(RunContext &ctx) {
 
 // Called by register_resize_pool_ops (ops/resize_pool.cpp).
 void register_pool_ops(Registry &r) {
-    r.add("MaxPool", {pool_infer, pool_run});
-    r.add("AveragePool", {pool_infer, pool_run});
-    r.add("GlobalAveragePool", {global_pool_infer, global_pool_run});
-    r.add("GlobalMaxPool", {global_pool_infer, global_pool_run});
+    r.add("MaxPool", {pool_infer, pool_run, -1, false, -1, NhwcIo::Same});
+    r.add("AveragePool", {pool_infer, pool_run, -1, false, -1, NhwcIo::Same});
+    r.add("GlobalAveragePool", {global_pool_infer, global_pool_run, -1, false, -1, NhwcIo::Same});
+    r.add("GlobalMaxPool", {global_pool_infer, global_pool_run, -1, false, -1, NhwcIo::Same});
 }
 
 } // namespace onnxstream

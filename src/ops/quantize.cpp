@@ -211,8 +211,14 @@ bool run_conv_w8a8(RunContext &ctx) {
     const size_t ksize = kh * kw;
 
     Tensor xq = ctx.scratch(DType::U8, {x.numel() + kExtraBytes});
-    quantize_nchw_to_nhwc(x.data<float>(), xq.data<uint8_t>(), n, c, h * wd, q.input_scale, q.input_zero_point,
-                          ctx.pool());
+    // The layout plan may hand the input over channels-last already and want the output that way too:
+    // then quantizing is the only conversion (no transposes).
+    if (ctx.input_nhwc(0))
+        quantize_flat(x.data<float>(), xq.data<uint8_t>(), static_cast<size_t>(x.numel()), q.input_scale,
+                      q.input_zero_point, ctx.pool());
+    else
+        quantize_nchw_to_nhwc(x.data<float>(), xq.data<uint8_t>(), n, c, h * wd, q.input_scale, q.input_zero_point,
+                              ctx.pool());
     if (qc8) flip_top_bits(xq.data<uint8_t>(), static_cast<size_t>(x.numel()), ctx.pool());
     Tensor yq = ctx.scratch(DType::U8, {static_cast<int64_t>(n * m * out_hw)});
     // Output channels from o0 on, from weight rows `rows`, writing their slice of every output pixel.
@@ -250,8 +256,14 @@ bool run_conv_w8a8(RunContext &ctx) {
     xq = Tensor();
     if (qc8) flip_top_bits(yq.data<uint8_t>(), n * m * out_hw, ctx.pool());
     Tensor &y = ctx.alloc_output(0);
-    dequantize_nhwc_to_nchw(yq.data<uint8_t>(), y.data<float>(), n, m, out_hw, q.output_scale, q.output_zero_point,
-                            ctx.pool());
+    if (ctx.output_nhwc(0)) {
+        y.set_layout(Layout::NHWC);
+        dequantize_flat(yq.data<uint8_t>(), y.data<float>(), n * m * out_hw, q.output_scale, q.output_zero_point,
+                        ctx.pool());
+    } else {
+        dequantize_nhwc_to_nchw(yq.data<uint8_t>(), y.data<float>(), n, m, out_hw, q.output_scale,
+                                q.output_zero_point, ctx.pool());
+    }
     return true;
 }
 

@@ -467,24 +467,36 @@ template <typename T> void run_nearest(const Tensor &x, Tensor &y, const std::ve
 }
 
 void resize_run(RunContext &ctx) {
-    const Tensor &x = ctx.input(0);
+    const Tensor &x_in = ctx.input(0);
     ResizeParams p = resize_params(ctx.attrs(), ctx.node.where, ctx.node.type, ctx.input_count());
     auto opt = [&](int i) {
         return i >= 0 && ctx.has_input(static_cast<size_t>(i)) ? &ctx.input(static_cast<size_t>(i)) : nullptr;
     };
     ResizePlan plan =
-        resize_plan(p, ctx.attrs(), ctx.node.where, x.shape(), opt(p.scales), opt(p.sizes), opt(p.roi));
-    Tensor &y = ctx.alloc_output(0, x.dtype(), plan.out);
-    if (y.numel() == 0) return;
-    const size_t rank = x.rank();
-    if (plan.out == x.shape()) {
+        resize_plan(p, ctx.attrs(), ctx.node.where, x_in.shape(), opt(p.scales), opt(p.sizes), opt(p.roi));
+    Tensor &y_out = ctx.alloc_output(0, x_in.dtype(), plan.out);
+    if (y_out.numel() == 0) return;
+    const size_t rank = x_in.rank();
+    if (plan.out == x_in.shape()) {
         // ONNX Runtime copies the input whenever no dimension changes.
-        std::memcpy(y.raw(), x.raw(), x.byte_size());
+        std::memcpy(y_out.raw(), x_in.raw(), x_in.byte_size());
+        if (ctx.input_nhwc(0)) y_out.set_layout(Layout::NHWC);
         return;
     }
     std::vector<AxisTaps> taps(rank);
     for (size_t a = 0; a < rank; ++a)
-        taps[a] = axis_taps(p, x.dim(a), plan.out[a], plan.scales[a], plan.roi[a], plan.roi[rank + a]);
+        taps[a] = axis_taps(p, x_in.dim(a), plan.out[a], plan.scales[a], plan.roi[a], plan.roi[rank + a]);
+    // Channels-last (the layout plan): the same per-axis work on the physical (N,H,W,C) order.
+    Tensor x = x_in, y = y_out;
+    if (ctx.input_nhwc(0)) {
+        y_out.set_layout(Layout::NHWC);
+        auto perm = [](auto v) { return decltype(v){v[0], v[2], v[3], v[1]}; };
+        x = x_in.reshaped(perm(x_in.shape()));
+        y = y_out.reshaped(perm(y_out.shape()));
+        taps = perm(taps);
+        plan.out = perm(plan.out);
+        plan.scales = perm(plan.scales);
+    }
 
     if (p.mode == ResizeMode::Nearest) {
         // The extrapolation value in the element type (integers truncate, as a C++ cast does; the
@@ -547,8 +559,8 @@ void register_pool_ops(Registry &r); // ops/pool.cpp
 
 void register_resize_pool_ops(Registry &r) {
     register_pool_ops(r);
-    r.add("Resize", {resize_infer, resize_run});
-    r.add("Upsample", {resize_infer, resize_run});
+    r.add("Resize", {resize_infer, resize_run, -1, false, -1, NhwcIo::Same});
+    r.add("Upsample", {resize_infer, resize_run, -1, false, -1, NhwcIo::Same});
 }
 
 } // namespace onnxstream

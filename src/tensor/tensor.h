@@ -17,9 +17,11 @@ using Shape = std::vector<int64_t>;
 int64_t shape_numel(const Shape &shape);
 std::string shape_str(const Shape &shape); // "(1,3,640,640)"
 
-// Physical order of a 4-D weight's elements. Conv weights are declared OIHW (NCHW) in model.txt but
-// OnnxStream also ships them as OHWI ("_nhwc.bin"), which is what XNNPACK packs from directly.
-enum class Layout { Plain, OHWI };
+// Physical order of a 4-D tensor's elements. Conv weights are declared OIHW (NCHW) in model.txt but
+// OnnxStream also ships them as OHWI ("_nhwc.bin"), which is what XNNPACK packs from directly. NHWC: an
+// activation whose shape stays the logical (N,C,H,W) but whose data is channels-last (the layout plan,
+// graph/layout_plan.h); only ops the plan chose for it ever see one.
+enum class Layout { Plain, OHWI, NHWC };
 
 // 8-bit weight quantization: value = (q - zero_point) * scale. Per-tensor (OnnxStream's uint8[scale,zp])
 // uses scale/zero_point; per-channel symmetric int8 (int8[@scales.bin,axis]) has zero point 0 and one scale

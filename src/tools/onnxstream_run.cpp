@@ -25,11 +25,12 @@ const char *kUsage =
     "usage: onnxstream-run MODEL_DIR_OR_MODEL_TXT [--input NAME=FILE]... [--output-dir DIR] [--threads N]\n"
     "                      [--memory-mode min|balanced|max-speed] [--provider nocache|prefetch|mmap|ram]\n"
     "                      [--attention auto|full|sliced|flash] [--attention-slices N] [--chunk-mb N]\n"
-    "                      [--cache PATH] [--runs N] [--ops-printf] [--json] [--range-data FILE]\n"
+    "                      [--cache PATH] [--runs N] [--nchw-only] [--ops-printf] [--json] [--range-data FILE]\n"
     "                      [--calibrate OUT/range_data.txt]\n"
     "  --memory-mode  min: smallest working set; balanced (default); max-speed: keep prepared weights in RAM\n"
     "  --chunk-mb     stream weights bigger than N MiB in chunks (0: never; default from the memory mode)\n"
     "  --cache        persistent prepared-weights cache file (built on the first run, shared afterwards)\n"
+    "  --nchw-only    keep every activation NCHW (no channels-last plan between convolutions)\n"
     "  --range-data   activation ranges for static W8A8 (default: range_data.txt in the model folder, if any)\n"
     "  --calibrate    run in float over the given inputs (--runs times), record the activation ranges of\n"
     "                 Conv/MatMul/Gemm inputs and outputs and write them to this file\n"
@@ -50,6 +51,7 @@ struct Args {
     int runs = 1;
     bool ops_printf = false;
     bool json = false;
+    bool nchw_only = false;
 };
 
 [[noreturn]] void die(const std::string &message) {
@@ -84,6 +86,8 @@ Args parse_args(int argc, char **argv) {
             a.output_dir = value();
         } else if (arg == "--threads") {
             a.threads = parse_count(arg, value(), 0);
+        } else if (arg == "--nchw-only") {
+            a.nchw_only = true;
         } else if (arg == "--runs") {
             a.runs = parse_count(arg, value(), 1);
         } else if (arg == "--provider") {
@@ -203,6 +207,7 @@ int main(int argc, char **argv) {
     if (args.chunk_mb == 0) options.weight_chunk_bytes = UINT64_MAX;
     else if (args.chunk_mb > 0) options.weight_chunk_bytes = static_cast<uint64_t>(args.chunk_mb) << 20;
     if (!args.cache.empty()) options.cache_path = args.cache.c_str();
+    if (args.nchw_only) options.flags |= ONNXSTREAM_FLAG_NCHW_ONLY;
     onnxstream_model_t *model = nullptr;
     if (onnxstream_model_create(&options, &model) != ONNXSTREAM_OK) die(onnxstream_last_error());
     check(model, onnxstream_model_load(model, args.model.c_str()));
@@ -249,13 +254,15 @@ int main(int argc, char **argv) {
         rs.struct_size = sizeof(rs);
         check(model, onnxstream_model_run_stats(model, &rs));
         char buf[256];
-        std::snprintf(buf, sizeof buf, "{\"bytes_read\":%llu,\"read_s\":%.6f,\"wait_s\":%.6f}",
+        std::snprintf(buf, sizeof buf, "{\"bytes_read\":%llu,\"read_s\":%.6f,\"wait_s\":%.6f,\"transposes\":%llu}",
                       static_cast<unsigned long long>(rs.weight_bytes_read), rs.weight_read_us / 1e6,
-                      rs.weight_wait_us / 1e6);
+                      rs.weight_wait_us / 1e6, static_cast<unsigned long long>(rs.layout_transposes));
         weights_json += (weights_json.empty() ? "" : ",") + std::string(buf);
         if (!args.json)
-            std::printf("run %d: %.3f s (weights: %.1f MB read in %.3f s, run waited %.3f s for them)\n", r + 1, s,
-                        rs.weight_bytes_read / 1e6, rs.weight_read_us / 1e6, rs.weight_wait_us / 1e6);
+            std::printf("run %d: %.3f s (weights: %.1f MB read in %.3f s, run waited %.3f s for them; %llu layout "
+                        "transposes)\n",
+                        r + 1, s, rs.weight_bytes_read / 1e6, rs.weight_read_us / 1e6, rs.weight_wait_us / 1e6,
+                        static_cast<unsigned long long>(rs.layout_transposes));
     }
 
     if (!args.calibrate.empty()) {

@@ -3,7 +3,9 @@
 
 Prints per-run seconds, peak RSS (from /usr/bin/time -v, the whole process) and onnxstream's peak
 tensor bytes, plus time and memory ratios against ONNX Runtime with the same thread count.
-usage: tests/bench/yolov8n_bench.py [BUILD_DIR] [--runs N] [--threads N]
+usage: tests/bench/yolov8n_bench.py [BUILD_DIR] [--runs N] [--threads N] [--nchw-only]
+--nchw-only adds a row per provider with the NHWC layout plan off (onnxstream-run --nchw-only), so both
+layouts are measured in the same run.
 """
 import argparse
 import json
@@ -30,6 +32,7 @@ def main():
     ap.add_argument("build_dir", nargs="?", default=os.path.join(ROOT, "build"))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--nchw-only", action="store_true", help="also run every provider with the layout plan off")
     args = ap.parse_args()
 
     model_dir = os.path.join(SHARED, "models", "yolov8n")
@@ -43,10 +46,12 @@ def main():
     ort_runs = json.loads(out.strip().splitlines()[-1])["runs_s"][1:]  # first run is ORT's warm-up
     rows.append(("onnxruntime", ort_runs, rss, None))
     for provider in ["nocache", "prefetch", "mmap", "ram"]:
-        out, rss = timed([run_tool, model_dir, "--input", f"images={image}", "--threads", str(args.threads),
-                          "--provider", provider, "--runs", str(args.runs), "--json"])
-        result = json.loads(out.strip().splitlines()[-1])
-        rows.append((f"onnxstream {provider}", result["runs_s"], rss, result["peak_tensor_bytes"]))
+        for extra in [[], ["--nchw-only"]] if args.nchw_only else [[]]:
+            out, rss = timed([run_tool, model_dir, "--input", f"images={image}", "--threads", str(args.threads),
+                              "--provider", provider, "--runs", str(args.runs), "--json"] + extra)
+            result = json.loads(out.strip().splitlines()[-1])
+            name = f"onnxstream {provider}" + (" nchw" if extra else "")
+            rows.append((name, result["runs_s"], rss, result["peak_tensor_bytes"]))
 
     ort_best, ort_rss = min(rows[0][1]), rows[0][2]
     print(f"YOLOv8n 1x3x640x640, {args.threads} threads, {args.runs} runs each "

@@ -129,9 +129,12 @@ std::map<std::string, std::vector<std::string>> read_names(const std::string &ca
 }
 
 void run_and_compare(const std::string &model_dir, const std::string &case_dir, double rel_l2_tol,
-                     double max_abs_tol) {
+                     double max_abs_tol, uint32_t flags, uint64_t *transposes) {
     onnxstream_model_t *m = nullptr;
-    ASSERT_EQ(onnxstream_model_create(nullptr, &m), ONNXSTREAM_OK);
+    onnxstream_model_options_t options;
+    onnxstream_model_options_init(&options);
+    options.flags = flags;
+    ASSERT_EQ(onnxstream_model_create(&options, &m), ONNXSTREAM_OK);
     struct Destroy {
         onnxstream_model_t *m;
         ~Destroy() { onnxstream_model_destroy(m); }
@@ -146,6 +149,13 @@ void run_and_compare(const std::string &model_dir, const std::string &case_dir, 
             << onnxstream_model_last_error(m);
     }
     ASSERT_EQ(onnxstream_model_run(m), ONNXSTREAM_OK) << onnxstream_model_last_error(m);
+    if (transposes) {
+        onnxstream_run_stats_t rs;
+        std::memset(&rs, 0, sizeof(rs));
+        rs.struct_size = sizeof(rs);
+        ASSERT_EQ(onnxstream_model_run_stats(m, &rs), ONNXSTREAM_OK);
+        *transposes = rs.layout_transposes;
+    }
     for (size_t k = 0; k < names["output"].size(); ++k) {
         std::string expected = case_dir + "/expected_" + std::to_string(k) + ".npy";
         if (!exists(expected)) {

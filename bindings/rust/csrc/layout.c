@@ -76,6 +76,7 @@ int main(void) {
     FIELD(onnxstream_run_stats_t, weight_bytes_read);
     FIELD(onnxstream_run_stats_t, weight_read_us);
     FIELD(onnxstream_run_stats_t, weight_wait_us);
+    FIELD(onnxstream_run_stats_t, layout_transposes);
 
     CONST(ONNXSTREAM_VERSION);
     CONST(ONNXSTREAM_OK);
@@ -108,6 +109,7 @@ int main(void) {
     CONST(ONNXSTREAM_PROVIDER_MMAP);
     CONST(ONNXSTREAM_PROVIDER_RAM);
     CONST(ONNXSTREAM_FLAG_KEEP_ALL_OUTPUTS);
+    CONST(ONNXSTREAM_FLAG_NCHW_ONLY);
     CONST(ONNXSTREAM_LOG_DEBUG);
     CONST(ONNXSTREAM_LOG_INFO);
     CONST(ONNXSTREAM_LOG_WARNING);

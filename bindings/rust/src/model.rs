@@ -79,6 +79,8 @@ pub struct RunStats {
     pub weight_read_time: Duration,
     /// Time the run waited for weights (the rest of the read time was hidden behind compute).
     pub weight_wait_time: Duration,
+    /// NCHW <-> NHWC activation transposes done (in ops and at the layout plan's boundaries).
+    pub layout_transposes: u64,
 }
 
 type ProgressFn = dyn FnMut(&Progress<'_>) -> ControlFlow<()> + Send;
@@ -439,6 +441,7 @@ impl Model {
             weight_bytes_read: 0,
             weight_read_us: 0,
             weight_wait_us: 0,
+            layout_transposes: 0,
         };
         // Safety: valid model and struct.
         self.check(unsafe { sys::onnxstream_model_run_stats(self.ptr(), &mut s) })?;
@@ -447,6 +450,7 @@ impl Model {
             weight_bytes_read: s.weight_bytes_read,
             weight_read_time: Duration::from_micros(s.weight_read_us),
             weight_wait_time: Duration::from_micros(s.weight_wait_us),
+            layout_transposes: s.layout_transposes,
         })
     }
 }

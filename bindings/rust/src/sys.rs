@@ -44,6 +44,7 @@ pub const ONNXSTREAM_ATTENTION_SLICED: i32 = 2;
 pub const ONNXSTREAM_ATTENTION_FLASH: i32 = 3;
 
 pub const ONNXSTREAM_FLAG_KEEP_ALL_OUTPUTS: u32 = 0x1;
+pub const ONNXSTREAM_FLAG_NCHW_ONLY: u32 = 0x2;
 
 pub const ONNXSTREAM_LOG_DEBUG: onnxstream_log_level_t = 0;
 pub const ONNXSTREAM_LOG_INFO: onnxstream_log_level_t = 1;
@@ -145,6 +146,7 @@ pub struct onnxstream_run_stats_t {
     pub weight_bytes_read: u64,
     pub weight_read_us: u64,
     pub weight_wait_us: u64,
+    pub layout_transposes: u64,
 }
 
 extern "C" {
@@ -329,7 +331,14 @@ mod layout_tests {
         rust_struct!(rows, onnxstream_memory_stats_t { struct_size, current_bytes, peak_bytes });
         rust_struct!(
             rows,
-            onnxstream_run_stats_t { struct_size, run_us, weight_bytes_read, weight_read_us, weight_wait_us }
+            onnxstream_run_stats_t {
+                struct_size,
+                run_us,
+                weight_bytes_read,
+                weight_read_us,
+                weight_wait_us,
+                layout_transposes
+            }
         );
         rust_consts!(
             rows,
@@ -364,6 +373,7 @@ mod layout_tests {
             ONNXSTREAM_PROVIDER_MMAP,
             ONNXSTREAM_PROVIDER_RAM,
             ONNXSTREAM_FLAG_KEEP_ALL_OUTPUTS,
+            ONNXSTREAM_FLAG_NCHW_ONLY,
             ONNXSTREAM_LOG_DEBUG,
             ONNXSTREAM_LOG_INFO,
             ONNXSTREAM_LOG_WARNING,
