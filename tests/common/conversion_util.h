@@ -56,8 +56,8 @@ std::map<std::string, std::vector<std::string>> read_names(const std::string &ca
 
 // Run the converted model on the case's inputs and compare every output with ONNX Runtime's
 // expected_<k>.npy (or PyTorch's torch_<k>.npy when the generator could not run ONNX Runtime), with
-// gtest assertions; prints one line per output.
+// gtest assertions; prints one line per output. `options`: the model's options (nullptr: defaults).
 void run_and_compare(const std::string &model_dir, const std::string &case_dir, double rel_l2_tol,
-                     double max_abs_tol);
+                     double max_abs_tol, const onnxstream_model_options_t *options = nullptr);
 
 } // namespace onnxstream::testing
