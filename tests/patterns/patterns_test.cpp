@@ -86,7 +86,7 @@ TEST_F(Patterns, GegluSplitGemmTanh) { check("geglu_split_2d_opset13"); }
 TEST_F(Patterns, GegluGatingTheFirstHalfIsLeftAlone) { check("geglu_first_half_gated"); }
 
 // The fused feed-forward in hidden-column blocks with both weights streamed in row chunks (a 1 KiB budget:
-// blocks of 2 columns out of 128), and in one block (max-speed): same result as ONNX Runtime's.
+// blocks of 4 columns out of 128), and in one block (max-speed): same result as ONNX Runtime's.
 TEST_F(Patterns, GegluFeedForwardChunked) {
     const std::string dir = cases_dir() + "/models/geglu_ffn_opset14";
     Conversion c = convert(dir + "/model.onnx", scratch.out());
