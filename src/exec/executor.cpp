@@ -34,7 +34,7 @@ private:
 
 // Only float (or 8-bit quantized) weights of rank >= 2 over the chunk budget stream.
 bool streams(const Node &node, size_t input, const RunOptions &options) {
-    if (options.weight_chunk_bytes == 0 || node.def->streamable_weight_input != static_cast<int>(input)) return false;
+    if (options.weight_chunk_bytes == 0 || !node.def->streamable(input)) return false;
     const NodeInput &in = node.inputs[input];
     if (in.kind != NodeInput::Weight || in.weight.shape.size() < 2 || in.weight.shape[0] < 2) return false;
     const DType d = in.weight.dtype;

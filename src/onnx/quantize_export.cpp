@@ -16,6 +16,9 @@ namespace {
 
 // The channel axis a reader quantizes `name` along, or -1 when this reader cannot take an int8 weight.
 int reader_axis(const Node &n, size_t input, const ConstantData &c) {
+    // GegluFeedForward's W1 is [2H, C] (outputs along rows), its W2 [H, N] (outputs along columns).
+    if (n.default_domain() && n.op_type == "GegluFeedForward")
+        return c.shape().size() != 2 ? -1 : input == 1 ? 0 : input == 3 ? 1 : -1;
     if (!n.default_domain() || input != 1) return -1;
     const size_t rank = c.shape().size();
     if (n.op_type == "Conv") return rank >= 3 ? 0 : -1;

@@ -220,6 +220,12 @@ struct OpDef {
     int streamable_weight_input = -1;
     // What the op does with channels-last tensors (graph/layout_plan.h).
     NhwcIo nhwc = NhwcIo::None;
+    // Further such inputs, one bit per input index, for ops with more than one big weight.
+    uint32_t streamable_weight_mask = 0;
+    bool streamable(size_t input) const {
+        return streamable_weight_input == static_cast<int>(input) ||
+               (input < 32 && ((streamable_weight_mask >> input) & 1u) != 0);
+    }
 };
 
 // Run fn(i) for i in [0, n) on the pool, in tiles of `tile` indices (fn gets begin, end).

@@ -20,6 +20,7 @@ const Registry &Registry::builtin() {
         register_reduce_ops(r);
         register_resize_pool_ops(r);
         register_attention_ops(r);
+        register_feed_forward_ops(r);
         return r;
     }();
     return registry;

@@ -35,5 +35,6 @@ void register_shape_ops(Registry &r);         // ops/shape_ops.cpp
 void register_reduce_ops(Registry &r);        // ops/reduce.cpp
 void register_resize_pool_ops(Registry &r);   // ops/resize_pool.cpp
 void register_attention_ops(Registry &r);     // ops/attention.cpp
+void register_feed_forward_ops(Registry &r);  // ops/feed_forward.cpp
 
 } // namespace onnxstream

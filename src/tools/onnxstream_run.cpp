@@ -173,8 +173,9 @@ NpyArray read_raw(const std::string &path, const onnxstream_tensor_view_t &decl)
 }
 
 int print_op(void *, const onnxstream_progress_t *p) {
-    std::printf("[%zu/%zu] %s %s %.3f ms, %.1f MB live\n", p->op_index + 1, p->op_count, p->op_type, p->op_name,
-                p->elapsed_us / 1000.0, p->current_bytes / 1e6);
+    // The peak so far rises at the op whose own working set (inputs, outputs, scratch) set it.
+    std::printf("[%zu/%zu] %s %s %.3f ms, %.1f MB live, %.1f MB peak\n", p->op_index + 1, p->op_count, p->op_type,
+                p->op_name, p->elapsed_us / 1000.0, p->current_bytes / 1e6, p->peak_bytes / 1e6);
     return 0;
 }
 

@@ -45,6 +45,7 @@ constexpr uint64_t kEntrySlack = kTensorPadding;
 // it converts B with to_f32 unconditionally, which would misread a float32 B.
 bool widening_slot(const std::string &op, size_t slot) {
     if (op == "Conv" || op == "ConvTranspose" || op == "Gemm") return slot == 1 || slot == 2;
+    if (op == "GegluFeedForward") return slot >= 1 && slot <= 4; // weight_f32 / bias_f32 take either dtype
     return op == "MatMul" && slot == 1;
 }
 

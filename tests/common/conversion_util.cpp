@@ -129,12 +129,9 @@ std::map<std::string, std::vector<std::string>> read_names(const std::string &ca
 }
 
 void run_and_compare(const std::string &model_dir, const std::string &case_dir, double rel_l2_tol,
-                     double max_abs_tol, uint32_t flags, uint64_t *transposes) {
+                     double max_abs_tol, const onnxstream_model_options_t *options, uint64_t *transposes) {
     onnxstream_model_t *m = nullptr;
-    onnxstream_model_options_t options;
-    onnxstream_model_options_init(&options);
-    options.flags = flags;
-    ASSERT_EQ(onnxstream_model_create(&options, &m), ONNXSTREAM_OK);
+    ASSERT_EQ(onnxstream_model_create(options, &m), ONNXSTREAM_OK);
     struct Destroy {
         onnxstream_model_t *m;
         ~Destroy() { onnxstream_model_destroy(m); }

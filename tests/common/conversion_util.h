@@ -57,9 +57,10 @@ std::map<std::string, std::vector<std::string>> read_names(const std::string &ca
 
 // Run the converted model on the case's inputs and compare every output with ONNX Runtime's
 // expected_<k>.npy (or PyTorch's torch_<k>.npy when the generator could not run ONNX Runtime), with
-// gtest assertions; prints one line per output. flags: onnxstream_model_options_t.flags; transposes, when
-// given, receives the run's layout_transposes.
+// gtest assertions; prints one line per output. `options`: the model's options (nullptr: defaults);
+// `transposes`, when given, receives the run's layout_transposes.
 void run_and_compare(const std::string &model_dir, const std::string &case_dir, double rel_l2_tol,
-                     double max_abs_tol, uint32_t flags = 0, uint64_t *transposes = nullptr);
+                     double max_abs_tol, const onnxstream_model_options_t *options = nullptr,
+                     uint64_t *transposes = nullptr);
 
 } // namespace onnxstream::testing

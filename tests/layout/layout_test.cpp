@@ -41,8 +41,12 @@ protected:
             if (key == "transposes") in >> expected;
         }
         uint64_t with_plan = 0, without = 0;
-        run_and_compare(scratch.out(), dir, 1e-5, 1e-4, 0, &with_plan);
-        run_and_compare(scratch.out(), dir, 1e-5, 1e-4, ONNXSTREAM_FLAG_NCHW_ONLY, &without);
+        onnxstream_model_options_t planned, nchw_only;
+        onnxstream_model_options_init(&planned);
+        onnxstream_model_options_init(&nchw_only);
+        nchw_only.flags = ONNXSTREAM_FLAG_NCHW_ONLY;
+        run_and_compare(scratch.out(), dir, 1e-5, 1e-4, &planned, &with_plan);
+        run_and_compare(scratch.out(), dir, 1e-5, 1e-4, &nchw_only, &without);
         std::printf("%s: %llu transposes per run with the layout plan, %llu without\n", name.c_str(),
                     static_cast<unsigned long long>(with_plan), static_cast<unsigned long long>(without));
         EXPECT_EQ(with_plan, expected) << name << ": transposes with the plan (boundary conversions only)";

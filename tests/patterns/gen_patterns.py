@@ -169,6 +169,45 @@ class GeluNotQuite(nn.Module):
         return x * (1.0 + torch.erf(x / math.sqrt(2.0)))
 
 
+class GegluFeedForward(nn.Module):
+    """diffusers' FeedForward with GEGLU (chunk -> two Slices at opset 14), then the block's residual Add."""
+
+    def __init__(self, dim=32, mult=4):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim * mult * 2)
+        self.out = nn.Linear(dim * mult, dim)
+
+    def forward(self, x):
+        h, gate = self.proj(x).chunk(2, dim=-1)
+        return self.out(h * F.gelu(gate)) + x
+
+
+class GegluSplit2d(nn.Module):
+    """2-D tokens (Linear exports as Gemm), torch.split (a Split node), tanh GELU, gate times hidden."""
+
+    def __init__(self, dim=24, hidden=40):
+        super().__init__()
+        self.proj = nn.Linear(dim, hidden * 2)
+        self.out = nn.Linear(hidden, 16)
+
+    def forward(self, x):
+        h, gate = torch.split(self.proj(x), [40, 40], dim=-1)
+        return self.out(F.gelu(gate, approximate="tanh") * h)
+
+
+class GegluFirstHalfGated(nn.Module):
+    """gelu of the FIRST half times the second: not diffusers' GEGLU, left alone."""
+
+    def __init__(self, dim=32):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim * 8)
+        self.out = nn.Linear(dim * 4, dim)
+
+    def forward(self, x):
+        gate, h = self.proj(x).chunk(2, dim=-1)
+        return self.out(h * F.gelu(gate))
+
+
 class CrossAttention(nn.Module):
     """diffusers' CrossAttention (AttnProcessor): heads folded into the batch, bmm * scale, softmax, bmm."""
 
@@ -291,6 +330,12 @@ CASES = {
     "gelu_opset14": (GeluForms, [("x", (2, 3, 40))], 14, {"Gelu": 3, "Erf": 0, "Tanh": 0, "Pow": 0, "Mul": 1}),
     "gelu_opset13": (GeluForms, [("x", (4, 50))], 13, {"Gelu": 3, "Erf": 0, "Tanh": 0}),
     "gelu_not_quite": (GeluNotQuite, [("x", (4, 50))], 14, {"Gelu": 0, "Erf": 1}),
+    "geglu_ffn_opset14": (GegluFeedForward, [("x", (2, 24, 32))], 14,
+                          {"GegluFeedForward": 1, "Gelu": 0, "Erf": 0, "Slice": 0, "MatMul": 0, "Mul": 0, "Add": 1}),
+    "geglu_split_2d_opset13": (GegluSplit2d, [("x", (20, 24))], 13,
+                               {"GegluFeedForward": 1, "Gelu": 0, "Split": 0, "Gemm": 0, "MatMul": 0}),
+    "geglu_first_half_gated": (GegluFirstHalfGated, [("x", (2, 6, 32))], 14,
+                               {"GegluFeedForward": 0, "Gelu": 1, "Slice": 2}),
     "attention_cross_opset14": (CrossAttention, [("x", (2, 10, 32)), ("context", (2, 7, 24))], 14,
                                 {"ScaledDotProductAttention": 2, "Softmax": 0, "Transpose": 6}),
     "attention_clip_opset14": (ClipAttention, [("x", (1, 9, 32))], 14,

@@ -81,6 +81,27 @@ TEST_F(Patterns, NormOverMixedAxesIsNotLayerNorm) { check("norm_mixed_axes"); }
 TEST_F(Patterns, GeluFormsOpset14) { check("gelu_opset14"); }
 TEST_F(Patterns, GeluFormsOpset13) { check("gelu_opset13"); }
 TEST_F(Patterns, GeluWithoutHalfIsNotGelu) { check("gelu_not_quite"); }
+TEST_F(Patterns, GegluFeedForward) { check("geglu_ffn_opset14"); }
+TEST_F(Patterns, GegluSplitGemmTanh) { check("geglu_split_2d_opset13"); }
+TEST_F(Patterns, GegluGatingTheFirstHalfIsLeftAlone) { check("geglu_first_half_gated"); }
+
+// The fused feed-forward in hidden-column blocks with both weights streamed in row chunks (a 1 KiB budget:
+// blocks of 4 columns out of 128), and in one block (max-speed): same result as ONNX Runtime's.
+TEST_F(Patterns, GegluFeedForwardChunked) {
+    const std::string dir = cases_dir() + "/models/geglu_ffn_opset14";
+    Conversion c = convert(dir + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    ASSERT_EQ(count_ops(read_text(scratch.out() + "/model.txt"), "GegluFeedForward"), 1u);
+    onnxstream_model_options_t o;
+    onnxstream_model_options_init(&o);
+    o.memory_mode = ONNXSTREAM_MEMORY_MIN;
+    o.weight_chunk_bytes = 1024;
+    run_and_compare(scratch.out(), dir, 1e-5, 1e-4, &o);
+    onnxstream_model_options_init(&o);
+    o.memory_mode = ONNXSTREAM_MEMORY_MAX_SPEED;
+    run_and_compare(scratch.out(), dir, 1e-5, 1e-4, &o);
+}
+
 TEST_F(Patterns, SoftmaxOnOtherAxisIsNotAttention) { check("softmax_other_axis"); }
 TEST_F(Patterns, DiffusersCrossAttention) { check_attention("attention_cross_opset14"); }
 TEST_F(Patterns, ClipCausalAttention) { check_attention("attention_clip_opset14"); }

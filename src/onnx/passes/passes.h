@@ -58,6 +58,10 @@ bool fuse_gelu(IrGraph &g);
 // becomes ScaledDotProductAttention (when the engine has it).
 bool fuse_attention(IrGraph &g);
 
+// geglu_ffn.cpp: MatMul(x, W1) [+ b1] -> halves a | g of the last axis -> a * Gelu(g) -> MatMul(., W2) [+ b2]
+// (or the Gemm forms) becomes GegluFeedForward(x, W1 transposed, b1, W2, b2).
+bool fuse_geglu_ffn(IrGraph &g);
+
 // eliminate_dead.cpp: nodes none of whose outputs are used, and constants no node reads.
 bool eliminate_dead_code(IrGraph &g);
 

@@ -1,0 +1,222 @@
+// GegluFeedForward: the feed-forward block of Stable Diffusion's transformer blocks (diffusers' GEGLU),
+//   h = x · W1 + b1;  a, g = h[..., :H], h[..., H:];  y = (a * gelu(g)) · W2 + b2
+// recognised by the importer (src/onnx/passes/geglu_ffn.cpp). Unfused, h is the biggest activation of the
+// UNet ([4096, 2560] floats = 42 MB at 64x64 latents) and the split halves, the GELU and the product add
+// as much again. Here the hidden width H is walked in column blocks: for block j only the two
+// [T, block] slices of h exist, and y accumulates their contribution through W2's rows j. W1 arrives
+// transposed ([2H, C], row r = hidden column r) so a block of hidden columns is a block of rows of both
+// weights, and both stream in row chunks (RunContext::read_weight_rows) when they are over the chunk budget.
+//
+// Inputs: x [..., C] (float32/float16), W1t [2H, C], b1 [2H] (optional), W2 [H, N], b2 [N] (optional);
+// weights float32, float16 or per-channel 8-bit (widened per block). Output y [..., N], x's dtype.
+// Attribute approximate: "none" (erf GELU, default) or "tanh", as Gelu's.
+#include <algorithm>
+#include <cmath>
+
+#include "ops/layout.h"
+#include "ops/registry.h"
+#include "tensor/half.h"
+#include "xnnpack/matmul.h"
+
+namespace onnxstream {
+
+namespace {
+
+enum Input { kX = 0, kW1 = 1, kB1 = 2, kW2 = 3, kB2 = 4 };
+
+std::vector<TensorInfo> infer_geglu_ffn(const InferContext &ctx) {
+    ctx.require_inputs(4, 5);
+    ctx.require_dtype(kX, {DType::F32, DType::F16});
+    const std::string approximate = ctx.attrs().get_string("approximate", "none");
+    if (approximate != "none" && approximate != "tanh")
+        ctx.error("attribute approximate is '", approximate, "', expected 'none' or 'tanh'");
+    const TensorInfo &x = ctx.input(kX), &w1 = ctx.input(kW1), &w2 = ctx.input(kW2);
+    if (x.shape.empty()) ctx.error("x must have rank >= 1, got a scalar");
+    for (size_t i : {kW1, kW2})
+        if (!is_float_weight_dtype(ctx.input(i).dtype, ctx.input(i).quant.present))
+            ctx.error("input ", i, " is ", dtype_name(ctx.input(i).dtype),
+                      "; expected a float32, float16 or quantized 8-bit weight");
+    const int64_t c = x.shape.back();
+    if (w1.shape.size() != 2 || w1.shape[1] != c || w1.shape[0] % 2 != 0)
+        ctx.error("W1 (transposed) must be [2H, C] = [2H, ", c, "], got ", shape_str(w1.shape));
+    const int64_t h = w1.shape[0] / 2;
+    if (w2.shape.size() != 2 || w2.shape[0] != h)
+        ctx.error("W2 must be [H, N] with H = ", h, " (half of W1's ", w1.shape[0], " rows), got ",
+                  shape_str(w2.shape));
+    const int64_t n = w2.shape[1];
+    const struct {
+        size_t index;
+        int64_t size;
+    } biases[] = {{kB1, 2 * h}, {kB2, n}};
+    for (const auto &b : biases) {
+        if (!ctx.has_input(b.index)) continue;
+        const TensorInfo &bi = ctx.input(b.index);
+        if (bi.dtype != DType::F32 && bi.dtype != DType::F16)
+            ctx.error("bias input ", b.index, " is ", dtype_name(bi.dtype), "; expected float32 or float16");
+        if (bi.shape != Shape{b.size})
+            ctx.error("bias input ", b.index, " must be [", b.size, "], got ", shape_str(bi.shape));
+    }
+    Shape y = x.shape;
+    y.back() = n;
+    return {TensorInfo{x.dtype, y, {}}};
+}
+
+// A float32 copy of a (small) bias input, or nullptr when it is omitted.
+const float *bias_f32(const RunContext &ctx, size_t i, Tensor &holder) {
+    if (!ctx.has_input(i)) return nullptr;
+    const Tensor &b = ctx.input(i);
+    holder = ctx.scratch(DType::F32, b.shape());
+    if (b.dtype() == DType::F16)
+        half_to_float_n(b.data<uint16_t>(), holder.data<float>(), static_cast<size_t>(b.numel()));
+    else
+        std::copy(b.data<float>(), b.data<float>() + b.numel(), holder.data<float>());
+    return holder.data<float>();
+}
+
+// Rows [r0, r1) of weight input wi as float32: read from the provider when the weight streams, else a
+// pointer into the whole weight's float32 rows (`whole`: the weight itself, or its float32 copy when it is
+// 8-bit), or a widened copy of its float16 rows.
+struct RowBlock {
+    Tensor chunk, converted;
+    const float *data = nullptr;
+};
+
+RowBlock weight_rows(const RunContext &ctx, size_t wi, const float *whole, int64_t r0, int64_t r1) {
+    RowBlock b;
+    const Tensor &w = ctx.input(wi);
+    const int64_t cols = w.dim(1);
+    if (ctx.is_streamed(wi)) {
+        b.chunk = ctx.read_weight_rows(wi, r0, r1);
+        b.data = weight_f32(ctx, b.chunk, r0, b.converted);
+    } else if (whole) {
+        b.data = whole + r0 * cols;
+    } else {
+        b.converted = ctx.scratch(DType::F32, {r1 - r0, cols});
+        const uint16_t *src = w.data<uint16_t>() + r0 * cols;
+        float *dst = b.converted.data<float>();
+        parallel_for(ctx.pool(), static_cast<size_t>((r1 - r0) * cols), 1 << 16,
+                     [&](size_t s, size_t e) { half_to_float_n(src + s, dst + s, e - s); });
+        b.data = dst;
+    }
+    return b;
+}
+
+// For a weight that does not stream: its float32 rows when it has them (float32 as is; 8-bit dequantized
+// once, per-channel parameters being indexed by whole-weight rows), or nullptr for float16, which is
+// widened one block at a time.
+const float *whole_f32(const RunContext &ctx, size_t wi, Tensor &holder) {
+    const Tensor &w = ctx.input(wi);
+    if (ctx.is_streamed(wi) || w.dtype() == DType::F16) return nullptr;
+    return weight_f32(ctx, w, 0, holder);
+}
+
+// Hidden columns per block: each of the two [T, block] float32 slices of h fits the chunk budget, and so do
+// the weight rows each block reads when the weights stream. 0 budget (max-speed): the whole width at once.
+// (Half that width, 128 columns at 4096 tokens, made the feed-forward slower than unfused in `min`: each
+// block re-reads x and re-adds its [T, N] contribution to y.)
+int64_t block_width(const RunContext &ctx, int64_t tokens, int64_t h) {
+    int64_t block = h;
+    const size_t budget = ctx.options().weight_chunk_bytes;
+    const size_t slice_row_bytes = sizeof(float) * static_cast<size_t>(std::max<int64_t>(tokens, 1));
+    if (budget > 0) block = std::min<int64_t>(block, static_cast<int64_t>(budget / slice_row_bytes));
+    if (ctx.is_streamed(kW1)) block = std::min(block, ctx.weight_chunk_rows(kW1) / 2);
+    if (ctx.is_streamed(kW2)) block = std::min(block, ctx.weight_chunk_rows(kW2));
+    // Whole SIMD tiles of XNNPACK's GEMM kernels where the budget allows.
+    if (block < h && block > 16) block -= block % 16;
+    return std::clamp<int64_t>(block, 1, std::max<int64_t>(h, 1));
+}
+
+void geglu_in_place(const RunContext &ctx, float *a, const float *g, size_t count, bool tanh_approx) {
+    if (tanh_approx) {
+        parallel_for(ctx.pool(), count, 1 << 14, [&](size_t s, size_t e) {
+            const float k = 0.7978845608028654f; // sqrt(2 / pi)
+            for (size_t i = s; i < e; ++i) {
+                float v = g[i];
+                a[i] *= 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
+            }
+        });
+        return;
+    }
+    parallel_for(ctx.pool(), count, 1 << 14, [&](size_t s, size_t e) {
+        const float k = 0.7071067811865476f; // 1 / sqrt(2)
+        for (size_t i = s; i < e; ++i) a[i] *= 0.5f * g[i] * (1.0f + std::erf(g[i] * k));
+    });
+}
+
+void run_geglu_ffn(RunContext &ctx) {
+    const Tensor &x = ctx.input(kX);
+    const int64_t c = x.shape().back(), h = ctx.input(kW1).dim(0) / 2, n = ctx.input(kW2).dim(1);
+    const int64_t tokens = c > 0 ? x.numel() / c : 0;
+    Tensor &y = ctx.alloc_output(0);
+    Tensor y_holder;
+    float *yp = out_f32(ctx, y, y_holder);
+    Tensor b1_holder, b2_holder;
+    const float *b1 = bias_f32(ctx, kB1, b1_holder), *b2 = bias_f32(ctx, kB2, b2_holder);
+    if (tokens == 0 || n == 0) {
+        if (!y_holder.empty()) store_f32_output(ctx, y, y_holder);
+        return;
+    }
+    if (h == 0 || c == 0) { // y = b2 (or 0) for every token
+        for (int64_t t = 0; t < tokens; ++t)
+            for (int64_t j = 0; j < n; ++j) yp[t * n + j] = b2 ? b2[j] : 0.0f;
+        if (!y_holder.empty()) store_f32_output(ctx, y, y_holder);
+        return;
+    }
+    // XNNPACK reads its inputs 16 bytes past their end: float16 x is widened into padded scratch, and a
+    // float32 x without the slack (a zero-copy graph input) is copied.
+    Tensor x_holder;
+    const float *xp;
+    if (x.dtype() == DType::F16 || x.storage()->padded()) {
+        xp = as_f32(ctx, x, x_holder);
+    } else {
+        x_holder = ctx.scratch(DType::F32, x.shape());
+        std::copy(x.data<float>(), x.data<float>() + x.numel(), x_holder.data<float>());
+        xp = x_holder.data<float>();
+    }
+    const bool tanh_approx = ctx.attrs().get_string("approximate", "none") == "tanh";
+    const int64_t block = block_width(ctx, tokens, h);
+    Tensor w1_holder, w2_holder;
+    const float *w1_whole = whole_f32(ctx, kW1, w1_holder), *w2_whole = whole_f32(ctx, kW2, w2_holder);
+    const size_t m = static_cast<size_t>(tokens);
+    Tensor ha = ctx.scratch(DType::F32, {tokens, block}), hg = ctx.scratch(DType::F32, {tokens, block});
+    Tensor partial;
+    for (int64_t j0 = 0; j0 < h; j0 += block) {
+        const int64_t j1 = std::min(h, j0 + block), bw = j1 - j0;
+        const size_t k = static_cast<size_t>(c), w = static_cast<size_t>(bw);
+        {
+            RowBlock wa = weight_rows(ctx, kW1, w1_whole, j0, j1);
+            xnn::FullyConnectedF32(k, w, wa.data, false, b1 ? b1 + j0 : nullptr, k, w)
+                .run(m, xp, ha.data<float>(), ctx.pool());
+        }
+        {
+            RowBlock wg = weight_rows(ctx, kW1, w1_whole, h + j0, h + j1);
+            xnn::FullyConnectedF32(k, w, wg.data, false, b1 ? b1 + h + j0 : nullptr, k, w)
+                .run(m, xp, hg.data<float>(), ctx.pool());
+        }
+        geglu_in_place(ctx, ha.data<float>(), hg.data<float>(), m * w, tanh_approx);
+        RowBlock w2 = weight_rows(ctx, kW2, w2_whole, j0, j1);
+        const size_t nn = static_cast<size_t>(n);
+        if (j0 == 0) {
+            xnn::FullyConnectedF32(w, nn, w2.data, true, b2, w, nn).run(m, ha.data<float>(), yp, ctx.pool());
+            continue;
+        }
+        if (partial.empty()) partial = ctx.scratch(DType::F32, {tokens, n});
+        float *p = partial.data<float>();
+        xnn::FullyConnectedF32(w, nn, w2.data, true, nullptr, w, nn).run(m, ha.data<float>(), p, ctx.pool());
+        parallel_for(ctx.pool(), m * nn, 1 << 15, [&](size_t s, size_t e) {
+            for (size_t i = s; i < e; ++i) yp[i] += p[i];
+        });
+    }
+    if (!y_holder.empty()) store_f32_output(ctx, y, y_holder);
+}
+
+} // namespace
+
+void register_feed_forward_ops(Registry &r) {
+    // Weights reach XNNPACK only as packed FC weights; W1 (input 1) and W2 (input 3) stream in row chunks.
+    OpDef def{infer_geglu_ffn, run_geglu_ffn, -1, true, /*streamable_weight_input=*/kW1};
+    def.streamable_weight_mask = 1u << kW2;
+    r.add("GegluFeedForward", def);
+}
+
+} // namespace onnxstream
