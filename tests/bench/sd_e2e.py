@@ -104,7 +104,7 @@ def parse_sd(stderr):
     m = re.search(r"text encoder: .* in ([\d.]+) s", stderr)
     if m:
         out["text_encoder_seconds"] = float(m.group(1))
-    m = re.search(r"vae decoder(?: \(tiled\))?: ([\d.]+) s", stderr)
+    m = re.search(r"vae decoder(?: \(tiled\))?(?: \([^)]*\))?: ([\d.]+) s", stderr)
     if m:
         out["vae_seconds"] = float(m.group(1))
     m = re.search(r"done in ([\d.]+) s, peak RSS ([\d.]+) MB", stderr)
