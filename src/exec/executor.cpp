@@ -1,5 +1,6 @@
 #include "exec/executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -33,6 +34,32 @@ private:
 };
 
 // Only float (or 8-bit quantized) weights of rank >= 2 over the chunk budget stream.
+// Inputs whose storage the op's output 0 may take over (OpDef::output_may_reuse_input): an activation
+// this run produced, dying at this node, read once by it, not a graph output, and held by nothing else
+// (its live slot, plus the view the layout plan made of it, if any).
+std::vector<bool> reusable_inputs(const Graph &graph, const Plan &plan, const Node &node,
+                                  const std::vector<const Tensor *> &in_ptrs, const std::vector<Tensor> &views) {
+    if (!node.def->output_may_reuse_input || node.inputs.size() > 2) return {};
+    const auto &dying = plan.free_after[static_cast<size_t>(node.index)];
+    const auto &outputs = graph.outputs();
+    std::vector<bool> reusable(node.inputs.size(), false);
+    bool any = false;
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+        const NodeInput &in = node.inputs[k];
+        const Tensor *t = in_ptrs[k];
+        if (in.kind != NodeInput::Value || !t || t->empty() || !t->storage()->is_activation()) continue;
+        if (std::find(dying.begin(), dying.end(), in.value) == dying.end()) continue;
+        if (std::find(outputs.begin(), outputs.end(), in.value) != outputs.end()) continue;
+        size_t reads = 0;
+        for (const NodeInput &other : node.inputs) reads += other.kind == NodeInput::Value && other.value == in.value;
+        const bool via_view = !views.empty() && t >= views.data() && t < views.data() + views.size();
+        if (reads != 1 || t->storage().use_count() != (via_view ? 2 : 1)) continue;
+        reusable[k] = any = true;
+    }
+    if (!any) reusable.clear();
+    return reusable;
+}
+
 bool streams(const Node &node, size_t input, const RunOptions &options) {
     if (options.weight_chunk_bytes == 0 || !node.def->streamable(input)) return false;
     const NodeInput &in = node.inputs[input];
@@ -166,7 +193,9 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
         if (options.node_ranges) node_options.activation_ranges = &options.node_ranges->at(static_cast<size_t>(node.index));
         Attributes remapped = layout && layout->attrs ? Attributes(layout->attrs.get(), node.where) : node.attrs;
         NodeView view{node.line->name, node.line->type, node.where, remapped};
+        std::vector<bool> reusable = reusable_inputs(graph, plan, node, in_ptrs, views);
         RunContext ctx(view, std::move(in_ptrs), out_infos, alloc, pool, std::move(is_weight), state, &node_options);
+        if (!reusable.empty()) ctx.set_reusable_inputs(std::move(reusable));
         ctx.set_transpose_counter(&stats.layout_transposes);
         if (layout && node.def->nhwc != NhwcIo::None) ctx.set_output_nhwc(layout->out_nhwc);
         for (size_t k = 0; k < streamed.size(); ++k)

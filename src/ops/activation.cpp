@@ -284,7 +284,9 @@ void run_clip(RunContext &ctx) {
 } // namespace
 
 void register_activation_ops(Registry &r) {
-    r.add("Sigmoid", {infer_float_act, run_sigmoid});
+    OpDef sigmoid{infer_float_act, run_sigmoid};
+    sigmoid.output_may_reuse_input = true; // elementwise: may write over its dying input
+    r.add("Sigmoid", sigmoid);
     r.add("Relu", {infer_relu, run_relu});
     r.add("LeakyRelu", {infer_float_act, run_leaky_relu});
     r.add("Elu", {infer_float_act, run_elu});

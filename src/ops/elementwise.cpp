@@ -864,10 +864,14 @@ void run_identity(RunContext &ctx) { ctx.set_output(0, ctx.input(0)); }
 } // namespace
 
 void register_elementwise_ops(Registry &r) {
-    r.add("Add", {infer_binary_arith, run_binary_arith<AddOp>});
-    r.add("Sub", {infer_binary_arith, run_binary_arith<SubOp>});
-    r.add("Mul", {infer_binary_arith, run_binary_arith<MulOp>});
-    r.add("Div", {infer_binary_arith, run_binary_arith<DivOp>});
+    // Two inputs, output i from input element i: safe to write over a dying same-shaped input.
+    for (const auto &[name, run] : {std::pair<const char *, RunFn>{"Add", run_binary_arith<AddOp>},
+                                    {"Sub", run_binary_arith<SubOp>}, {"Mul", run_binary_arith<MulOp>},
+                                    {"Div", run_binary_arith<DivOp>}}) {
+        OpDef def{infer_binary_arith, run};
+        def.output_may_reuse_input = true;
+        r.add(name, def);
+    }
     r.add("Sum", {infer_variadic_numeric, run_binary_arith<AddOp>});
     r.add("Mean", {infer_variadic_float, run_mean});
     r.add("Min", {infer_variadic_numeric, run_binary_arith<MinOp>});

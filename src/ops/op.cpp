@@ -33,13 +33,24 @@ void InferContext::require_dtype(size_t i, std::initializer_list<DType> allowed)
 
 Tensor &RunContext::alloc_output(size_t i) {
     const TensorInfo &info = out_infos_.at(i);
+    for (size_t k = 0; i == 0 && k < reusable_.size(); ++k) {
+        const Tensor *in = reusable_[k] ? inputs_.at(k) : nullptr;
+        if (in && in->dtype() == info.dtype && in->shape() == info.shape) {
+            outputs_[0] = Tensor(info.dtype, info.shape, in->storage());
+            outputs_[0].set_quant(info.quant);
+            reusable_.clear(); // one output, one reuse
+            return outputs_[0];
+        }
+    }
     outputs_.at(i) = make_tensor(alloc_, info.dtype, info.shape);
+    outputs_[i].storage()->mark_activation();
     outputs_[i].set_quant(info.quant);
     return outputs_[i];
 }
 
 Tensor &RunContext::alloc_output(size_t i, DType dtype, const Shape &shape) {
     outputs_.at(i) = make_tensor(alloc_, dtype, shape);
+    outputs_[i].storage()->mark_activation();
     return outputs_[i];
 }
 

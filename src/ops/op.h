@@ -161,6 +161,8 @@ public:
     Tensor &alloc_output(size_t i, DType dtype, const Shape &shape);
     // Set output i to an existing tensor (e.g. a view sharing an input's storage).
     void set_output(size_t i, Tensor t) { outputs_.at(i) = std::move(t); }
+    // Inputs whose storage alloc_output(0) may take over (set by the executor; see OpDef).
+    void set_reusable_inputs(std::vector<bool> reusable) { reusable_ = std::move(reusable); }
     Tensor &output(size_t i) { return outputs_.at(i); }
     std::vector<Tensor> &outputs() { return outputs_; }
 
@@ -177,6 +179,7 @@ private:
     std::vector<const Tensor *> inputs_;
     const std::vector<TensorInfo> &out_infos_;
     std::vector<Tensor> outputs_;
+    std::vector<bool> reusable_;
     const Allocator &alloc_;
     pthreadpool_t pool_;
     std::vector<bool> weight_inputs_;
@@ -220,6 +223,10 @@ struct OpDef {
     int streamable_weight_input = -1;
     // What the op does with channels-last tensors (graph/layout_plan.h).
     NhwcIo nhwc = NhwcIo::None;
+    // Output 0 element i depends only on element i of each same-shaped input (elementwise ops with at
+    // most two inputs): the executor lets alloc_output(0) take over an input's storage when that input
+    // dies at this op, so e.g. SiLU's Mul needs no third full-size tensor.
+    bool output_may_reuse_input = false;
     // Further such inputs, one bit per input index, for ops with more than one big weight.
     uint32_t streamable_weight_mask = 0;
     bool streamable(size_t input) const {

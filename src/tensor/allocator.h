@@ -39,11 +39,16 @@ public:
     size_t bytes() const { return bytes_; }
     // True when kTensorPadding readable bytes follow the data (safe to hand to XNNPACK as input).
     bool padded() const { return padded_; }
+    // An op output allocated for this run (never a weight, a pushed input or borrowed memory): the only
+    // storage an elementwise op may overwrite in place once nothing else holds it.
+    bool is_activation() const { return activation_; }
+    void mark_activation() { activation_ = true; }
 
 private:
     void *data_;
     size_t bytes_;
     bool padded_;
+    bool activation_ = false;
     std::function<void()> release_;
 };
 
