@@ -8,21 +8,17 @@ may do with the layout plan on (the boundary conversions only). With --node, ONN
 expected_<k>.npy.
 """
 
-import argparse
 import os
-import shutil
 import sys
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "patterns"))
-sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 
-import case_output  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from gen_patterns import export, write_case  # noqa: E402
+from gen_patterns import generate  # noqa: E402
 
 
 class ConvChain(nn.Module):
@@ -139,26 +135,5 @@ CASES = {
 }
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="output folder (replaced)")
-    ap.add_argument("--node", help="node executable: also compute ONNX Runtime's outputs")
-    ap.add_argument("--stamp", help="file to write when everything was generated")
-    args = ap.parse_args()
-
-    out = os.path.abspath(args.out)
-    tmp = out + ".tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    models_dir = os.path.join(tmp, "models")
-    os.makedirs(models_dir)
-    for seed, (name, (module, input_specs, opset, transposes)) in enumerate(sorted(CASES.items())):
-        model, inputs, outs = export(module, input_specs, opset, seed)
-        write_case(os.path.join(models_dir, name), model, inputs, outs, {"transposes": transposes})
-    case_output.publish(tmp, out, args.node, "gen_layout.py")
-    if args.stamp:
-        with open(args.stamp, "w") as f:
-            f.write("ok\n")
-
-
 if __name__ == "__main__":
-    main()
+    generate(CASES, "gen_layout.py", __doc__, lambda transposes: {"transposes": transposes})

@@ -347,8 +347,11 @@ CASES = {
 }
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def generate(cases, who, description, expect_of=lambda extra: extra):
+    """The generator command line shared with tests/layout: exports each case of
+    {name: (module, input specs, opset, extra)} into OUT/models/<name> (extra -> expect.json through
+    expect_of), adds ONNX Runtime's outputs when --node is given, and writes --stamp."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="output folder (replaced)")
     ap.add_argument("--node", help="node executable: also compute ONNX Runtime's outputs")
     ap.add_argument("--stamp", help="file to write when everything was generated")
@@ -359,14 +362,14 @@ def main():
     shutil.rmtree(tmp, ignore_errors=True)
     models_dir = os.path.join(tmp, "models")
     os.makedirs(models_dir)
-    for seed, (name, (module, input_specs, opset, expect)) in enumerate(sorted(CASES.items())):
+    for seed, (name, (module, input_specs, opset, extra)) in enumerate(sorted(cases.items())):
         model, inputs, outs = export(module, input_specs, opset, seed)
-        write_case(os.path.join(models_dir, name), model, inputs, outs, expect)
-    case_output.publish(tmp, out, args.node, "gen_patterns.py")
+        write_case(os.path.join(models_dir, name), model, inputs, outs, expect_of(extra))
+    case_output.publish(tmp, out, args.node, who)
     if args.stamp:
         with open(args.stamp, "w") as f:
             f.write("ok\n")
 
 
 if __name__ == "__main__":
-    main()
+    generate(CASES, "gen_patterns.py", __doc__)

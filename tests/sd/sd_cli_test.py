@@ -111,6 +111,21 @@ def tiled_reference(latents, tile_onnx, tile, overlap, node, work):
     return np.floor(img * 255 + 0.5).astype(np.uint8).transpose(1, 2, 0)
 
 
+def convert_case(convert, cases, name, dst, *flags):
+    """onnxstream-convert gen_sd.py's model `name` into folder dst."""
+    subprocess.run([convert, os.path.join(cases, "sd", name, "model.onnx"), dst, *flags], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def unet_variant(convert, cases, models, folder, unet_case):
+    """A models folder sharing `models`' text encoder and VAE decoder, with the UNet converted from unet_case."""
+    os.mkdir(folder)
+    for d in ("text_encoder_fp32", "vae_decoder_fp32"):
+        os.symlink(os.path.join(models, d), os.path.join(folder, d))
+    convert_case(convert, cases, unet_case, os.path.join(folder, "unet_fp16"), "--fp16")
+    return folder
+
+
 def main():
     sd, convert, cases, shared, node = sys.argv[1:6]
     tokenizer = os.path.join(shared, "data", "clip", "bpe_simple_vocab_16e6.txt.gz")
@@ -120,22 +135,12 @@ def main():
         os.mkdir(models)
         for src, dst in [("text_encoder", "text_encoder_fp32"), ("unet", "unet_fp16"),
                          ("vae_decoder", "vae_decoder_fp32")]:
-            args = [convert, os.path.join(cases, "sd", src, "model.onnx"), os.path.join(models, dst)]
-            if dst.endswith("fp16"):
-                args.append("--fp16")
-            subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
-        # The tile decoder next to the full one, and a UNet for two 75-token chunks in a second folder.
+            convert_case(convert, cases, src, os.path.join(models, dst), *(["--fp16"] if dst.endswith("fp16") else []))
+        # The tile decoders next to the full one, and a UNet for two 75-token chunks in a second folder.
         tile_onnx = os.path.join(cases, "sd", "vae_decoder_tile", "model.onnx")
-        subprocess.run([convert, tile_onnx, os.path.join(models, "vae_decoder_fp32_l32")], check=True,
-                       stdout=subprocess.DEVNULL)
-        subprocess.run([convert, os.path.join(cases, "sd", "vae_decoder_tile_small", "model.onnx"),
-                        os.path.join(models, "vae_decoder_fp32_l16")], check=True, stdout=subprocess.DEVNULL)
-        models_long = os.path.join(work, "models_long")
-        os.mkdir(models_long)
-        for d in ("text_encoder_fp32", "vae_decoder_fp32"):
-            os.symlink(os.path.join(models, d), os.path.join(models_long, d))
-        subprocess.run([convert, os.path.join(cases, "sd", "unet_long", "model.onnx"),
-                        os.path.join(models_long, "unet_fp16"), "--fp16"], check=True, stdout=subprocess.DEVNULL)
+        convert_case(convert, cases, "vae_decoder_tile", os.path.join(models, "vae_decoder_fp32_l32"))
+        convert_case(convert, cases, "vae_decoder_tile_small", os.path.join(models, "vae_decoder_fp32_l16"))
+        models_long = unet_variant(convert, cases, models, os.path.join(work, "models_long"), "unet_long")
         common = [sd, "--models-path", models, "--tokenizer", tokenizer, "--prompt", "an astronaut riding a horse",
                   "--neg-prompt", "blurry", "--steps", "3", "--seed", "18446744073709551615", "--cfg", "5"]
         out1, out2, out3 = (os.path.join(work, f"out{i}.png") for i in (1, 2, 3))
@@ -208,8 +213,7 @@ def main():
             z = (np.random.default_rng(100 + k).standard_normal((1, 4, 16, 16)) * spread).astype(np.float32)
             np.save(os.path.join(calib, str(k), "input.1.npy"), z)
         qu8 = os.path.join(models, "vae_decoder_qu8")
-        subprocess.run([convert, os.path.join(cases, "sd", "vae_decoder", "model.onnx"), qu8, "--quantize", "w8a8",
-                        "--calibration-inputs", calib], check=True, stdout=subprocess.DEVNULL)
+        convert_case(convert, cases, "vae_decoder", qu8, "--quantize", "w8a8", "--calibration-inputs", calib)
         out8 = os.path.join(work, "qu8.png")
         r = subprocess.run(common + ["--decode-latents", latents, "--decoder-qu8", "--output", out8],
                            capture_output=True, text=True)
@@ -232,12 +236,7 @@ def main():
               names("\n".join(lines)) == names(before),
               f"--decoder-calibrate writes range_data.txt for the same tensors as the converter ({len(lines)} lines)")
         # Batch 2: a UNet taking (2,4,h,w) runs cond + uncond in one run per step; same image as two runs.
-        models_b2 = os.path.join(work, "models_b2")
-        os.mkdir(models_b2)
-        for d in ("text_encoder_fp32", "vae_decoder_fp32"):
-            os.symlink(os.path.join(models, d), os.path.join(models_b2, d))
-        subprocess.run([convert, os.path.join(cases, "sd", "unet_batch2", "model.onnx"),
-                        os.path.join(models_b2, "unet_fp16"), "--fp16"], check=True, stdout=subprocess.DEVNULL)
+        models_b2 = unet_variant(convert, cases, models, os.path.join(work, "models_b2"), "unet_batch2")
         out7 = os.path.join(work, "batch2.png")
         r = subprocess.run([common[0], "--models-path", models_b2] + common[3:] + ["--output", out7],
                            capture_output=True, text=True)
