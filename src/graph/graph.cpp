@@ -10,6 +10,7 @@
 
 #include "ops/registry.h"
 #include "util/error.h"
+#include "util/paths.h"
 #include "util/strings.h"
 
 namespace onnxstream {
@@ -105,10 +106,14 @@ Graph::Graph(ModelText text, const std::string &source) : text_(std::move(text))
             if (v.producer >= 0)
                 fail(ONNXSTREAM_ERR_INVALID_MODEL, source_, ":", op.line, ":", ref.column, ": tensor '", ref.name,
                      "' is already produced by line ", text_.ops[static_cast<size_t>(v.producer)].line);
-            if (!v.consumers.empty())
+            if (!v.consumers.empty()) {
+                const int reader = text_.ops[static_cast<size_t>(v.consumers.front())].line;
+                if (reader == op.line)
+                    fail(ONNXSTREAM_ERR_INVALID_MODEL, source_, ":", op.line, ":", ref.column, ": tensor '", ref.name,
+                         "' is both an input and an output of this line (a cycle)");
                 fail(ONNXSTREAM_ERR_INVALID_MODEL, source_, ":", op.line, ":", ref.column, ": tensor '", ref.name,
-                     "' is used by line ", text_.ops[static_cast<size_t>(v.consumers.front())].line,
-                     " before this line produces it");
+                     "' is used by line ", reader, " before this line produces it");
+            }
             v.producer = node.index;
             node.outputs.push_back(id);
         }
@@ -147,7 +152,7 @@ void Graph::load_quant_scales(const std::string &folder) {
                 if (folder.empty())
                     fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, node.where, ": needs scales file ", ref.scales_file,
                          " of weight ", ref.name, " but no weights folder was given");
-                const std::string path = folder + "/" + ref.scales_file;
+                const std::string path = path_inside_folder(folder, ref.scales_file, "scales file");
                 std::ifstream f(path, std::ios::binary | std::ios::ate);
                 if (!f)
                     fail(ONNXSTREAM_ERR_IO, node.where, ": cannot open scales file ", path, " of weight ", ref.name,

@@ -13,6 +13,11 @@ namespace {
 // Every dtype is at most 8 bytes, so byte sizes of shapes within this bound fit in int64_t.
 constexpr int64_t kMaxElements = int64_t(1) << 60;
 
+std::string hex_byte(unsigned char c) {
+    static const char digits[] = "0123456789ABCDEF";
+    return {digits[c >> 4], digits[c & 15]};
+}
+
 class LineParser {
 public:
     LineParser(const std::string &source, int line) : source_(source), line_(line) {}
@@ -198,6 +203,12 @@ ModelText parse_model_txt(const std::string &text, const std::string &source) {
             unsigned char c = static_cast<unsigned char>(line[i]);
             if (c < 0x20 || c == 0x7F) p.error(static_cast<int>(i) + 1, "control character in line");
         }
+        // Names reach hosts as C strings that Rust and Go read as UTF-8.
+        const size_t bad = first_invalid_utf8(line);
+        if (bad != std::string_view::npos)
+            p.error(static_cast<int>(bad) + 1,
+                    cat("invalid UTF-8 (byte 0x", hex_byte(static_cast<unsigned char>(line[bad])),
+                        "); model.txt must be UTF-8"));
         auto sections = split(line, '*');
         if (sections.size() < 3 || sections.size() > 4)
             p.error(1, cat("expected 3 or 4 '*'-separated sections (NAME:TYPE*input:...*output:...[*attributes]), found ",

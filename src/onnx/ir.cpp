@@ -10,6 +10,7 @@
 
 #include "tensor/half.h"
 #include "util/error.h"
+#include "util/paths.h"
 #include "util/strings.h"
 
 namespace onnxstream::importer {
@@ -301,7 +302,7 @@ ConstantData constant_from_proto(onnx::TensorProto &t, const std::string &model_
         if (has_length && length != expected)
             fail(ONNXSTREAM_ERR_INVALID_MODEL, what, ": external data length ", length, " does not match ",
                  onnx_type_name(type), " ", shape_str(shape), " (", expected, " bytes)");
-        std::string path = model_dir.empty() ? location : model_dir + "/" + location;
+        std::string path = path_inside_folder(model_dir, location, what + ": external data file");
         struct stat st;
         if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
             fail(ONNXSTREAM_ERR_IO, what, ": external data file '", location, "' not found (looked for ", path, ")");

@@ -101,4 +101,31 @@ bool ends_with(std::string_view text, std::string_view suffix) {
     return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
+size_t first_invalid_utf8(std::string_view text) {
+    size_t i = 0;
+    while (i < text.size()) {
+        const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+        const unsigned char c = byte(i);
+        size_t len = 0;
+        unsigned char lo = 0x80, hi = 0xBF; // allowed range of the second byte
+        if (c < 0x80) len = 1;
+        else if (c >= 0xC2 && c <= 0xDF) len = 2;
+        else if (c == 0xE0) len = 3, lo = 0xA0;
+        else if (c >= 0xE1 && c <= 0xEC) len = 3;
+        else if (c == 0xED) len = 3, hi = 0x9F; // no UTF-16 surrogates
+        else if (c >= 0xEE && c <= 0xEF) len = 3;
+        else if (c == 0xF0) len = 4, lo = 0x90;
+        else if (c >= 0xF1 && c <= 0xF3) len = 4;
+        else if (c == 0xF4) len = 4, hi = 0x8F; // nothing above U+10FFFF
+        else return i;
+        if (i + len > text.size()) return i;
+        for (size_t k = 1; k < len; ++k) {
+            const unsigned char b = byte(i + k);
+            if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return i;
+        }
+        i += len;
+    }
+    return std::string_view::npos;
+}
+
 } // namespace onnxstream

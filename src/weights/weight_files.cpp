@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "util/error.h"
+#include "util/paths.h"
 #include "util/strings.h"
 #include "weights/provider.h"
 
@@ -19,11 +20,6 @@ bool file_size(const std::string &path, uint64_t &size) {
     if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
     size = static_cast<uint64_t>(st.st_size);
     return true;
-}
-
-std::string join_path(const std::string &folder, const std::string &file) {
-    if (folder.empty()) return file;
-    return folder.back() == '/' ? folder + file : folder + "/" + file;
 }
 
 // OIHW -> OHWI or back, for a 4-D weight of element size `es`.
@@ -67,11 +63,11 @@ ResolvedWeight resolve_weight_file(const std::string &folder, const WeightSpec &
     if (spec.shape.size() == 4 && ends_with(spec.file, "_nchw.bin"))
         twin = spec.file.substr(0, spec.file.size() - 9) + "_nhwc.bin";
     uint64_t size = 0;
-    std::string plain_path = join_path(folder, spec.file);
+    std::string plain_path = path_inside_folder(folder, spec.file, "weight file");
     bool plain_exists = file_size(plain_path, size);
     uint64_t plain_size = size;
     if (!twin.empty()) {
-        std::string twin_path = join_path(folder, twin);
+        std::string twin_path = path_inside_folder(folder, twin, "weight file");
         uint64_t twin_size = 0;
         bool twin_exists = file_size(twin_path, twin_size);
         // Prefer the twin when the consumer wants OHWI (no transpose), or when the plain file is absent.

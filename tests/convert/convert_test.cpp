@@ -430,6 +430,17 @@ TEST_F(Convert, MissingExternalData) {
     expect_nothing_written(scratch);
 }
 
+// An ONNX file from the internet must not read a file outside its folder through a symbolic link.
+TEST_F(Convert, ExternalDataLinkOutsideTheFolder) {
+    Conversion c = convert(bad_case("external_link_outside"), scratch.out());
+    EXPECT_EQ(c.status, ONNXSTREAM_ERR_IO) << c.message;
+    EXPECT_NE(c.message.find("external_link_outside/weights.bin is a symbolic link to"), std::string::npos)
+        << c.message;
+    EXPECT_NE(c.message.find("models/cnn_bn_external/weights.bin, outside the model folder"), std::string::npos)
+        << c.message;
+    expect_nothing_written(scratch);
+}
+
 TEST_F(Convert, UnsupportedOpsAreAllListed) {
     Conversion c = convert(bad_case("unsupported"), scratch.out());
     EXPECT_EQ(c.status, ONNXSTREAM_ERR_UNSUPPORTED) << c.message;

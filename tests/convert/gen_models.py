@@ -539,6 +539,12 @@ def main():
     os.makedirs(os.path.join(bad_dir, "missing_external"))
     shutil.copy(os.path.join(models_dir, "cnn_bn_external", "model.onnx"),
                 os.path.join(bad_dir, "missing_external", "model.onnx"))
+    # The same external-data model whose data file is a link to a file outside its folder.
+    os.makedirs(os.path.join(bad_dir, "external_link_outside"))
+    shutil.copy(os.path.join(models_dir, "cnn_bn_external", "model.onnx"),
+                os.path.join(bad_dir, "external_link_outside", "model.onnx"))
+    os.symlink(os.path.join("..", "..", "models", "cnn_bn_external", "weights.bin"),
+               os.path.join(bad_dir, "external_link_outside", "weights.bin"))
     too_new = make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [f32("x", (4,))], [f32("y", (4,))],
                          opset=99)
     for name, model in [("unsupported", unsupported_model()), ("cycle", cycle_model()), ("opset_too_new", too_new)]:
