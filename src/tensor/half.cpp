@@ -2,6 +2,10 @@
 
 #include <cstring>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace onnxstream {
 
 // Bit-exact conversions following the approach of the FP16 library (Marat Dukhan): build the float
@@ -60,11 +64,52 @@ uint16_t float_to_half(float f) {
     return static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
 }
 
+namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+// F16C converts 8 values per instruction with the same IEEE round-to-nearest-even; weights of an fp16
+// model are widened on every run, so this is on the hot path (the scalar loop was ~4 % of an SD UNet
+// run). Compiled for F16C here and chosen at run time, so the library still runs on CPUs without it.
+__attribute__((target("avx,f16c"))) void half_to_float_f16c(const uint16_t *src, float *dst, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i))));
+    for (; i < n; ++i) dst[i] = half_to_float(src[i]);
+}
+
+__attribute__((target("avx,f16c"))) void float_to_half_f16c(const float *src, uint16_t *dst, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(src + i);
+        // NaNs keep the portable path's canonical 0x7E00 (F16C would keep payload bits).
+        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0) {
+            for (size_t k = i; k < i + 8; ++k) dst[k] = float_to_half(src[k]);
+            continue;
+        }
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (; i < n; ++i) dst[i] = float_to_half(src[i]);
+}
+
+bool cpu_has_f16c() {
+    static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    return has;
+}
+#else
+bool cpu_has_f16c() { return false; }
+void half_to_float_f16c(const uint16_t *, float *, size_t) {}
+void float_to_half_f16c(const float *, uint16_t *, size_t) {}
+#endif
+
+} // namespace
+
 void half_to_float_n(const uint16_t *src, float *dst, size_t n) {
+    if (cpu_has_f16c()) return half_to_float_f16c(src, dst, n);
     for (size_t i = 0; i < n; ++i) dst[i] = half_to_float(src[i]);
 }
 
 void float_to_half_n(const float *src, uint16_t *dst, size_t n) {
+    if (cpu_has_f16c()) return float_to_half_f16c(src, dst, n);
     for (size_t i = 0; i < n; ++i) dst[i] = float_to_half(src[i]);
 }
 

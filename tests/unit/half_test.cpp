@@ -142,3 +142,31 @@ TEST(Half, BulkConversion) {
     half_to_float_n(h.data(), back.data(), h.size());
     EXPECT_EQ(back, f);
 }
+
+// The bulk functions take a vector path (F16C) when the CPU has one: it must give the same bits as the
+// scalar conversions checked above, for every half and for random floats (odd lengths hit the tails).
+TEST(Half, BulkPathsMatchTheCheckedScalarConversions) {
+    std::vector<uint16_t> every(65536 + 3);
+    for (size_t i = 0; i < every.size(); ++i) every[i] = static_cast<uint16_t>(i);
+    std::vector<float> wide(every.size());
+    half_to_float_n(every.data(), wide.data(), every.size());
+    for (size_t i = 0; i < every.size(); ++i) {
+        const float want = half_to_float(every[i]);
+        if (std::isnan(want))
+            ASSERT_TRUE(std::isnan(wide[i])) << std::hex << every[i];
+        else
+            ASSERT_EQ(bits(wide[i]), bits(want)) << std::hex << every[i];
+    }
+    uint32_t state = 777;
+    std::vector<float> floats(100003);
+    for (float &f : floats) {
+        state = state * 1664525u + 1013904223u;
+        f = from_bits((state & 0x807FFFFFu) | ((((state >> 23) % 60) + 90) << 23)); // 2^-37 .. 2^22
+    }
+    floats[17] = std::numeric_limits<float>::quiet_NaN();
+    floats[18] = -std::numeric_limits<float>::infinity();
+    floats[40001] = 65520.0f; // rounds to infinity
+    std::vector<uint16_t> narrow(floats.size());
+    float_to_half_n(floats.data(), narrow.data(), floats.size());
+    for (size_t i = 0; i < floats.size(); ++i) ASSERT_EQ(narrow[i], float_to_half(floats[i])) << floats[i];
+}
