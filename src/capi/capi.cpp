@@ -116,6 +116,7 @@ onnxstream_status_t onnxstream_model_create(const onnxstream_model_options_t *op
         mo.threads = static_cast<size_t>(o.threads);
         mo.provider = ms.provider;
         mo.prefetch_bytes = ms.prefetch_bytes;
+        mo.mapping_cache_bytes = ms.mapping_cache_bytes;
         mo.run = ms.run;
         mo.run.nhwc_layout = (o.flags & ONNXSTREAM_FLAG_NCHW_ONLY) == 0;
         if (o.cache_path) mo.cache_path = o.cache_path;

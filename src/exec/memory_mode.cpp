@@ -27,12 +27,14 @@ MemorySettings memory_settings(onnxstream_memory_mode_t mode, onnxstream_provide
         m.run.weight_chunk_bytes = 4 * MiB;
         m.run.attention = AttentionAlgo::Flash;
         m.run.attention_block_bytes = 1 * MiB;
+        m.mapping_cache_bytes = 8 * MiB;
         break;
     case ONNXSTREAM_MEMORY_MAX_SPEED:
         m.provider = ONNXSTREAM_PROVIDER_RAM;
         m.prefetch_bytes = 64 * MiB;
         m.run.weight_chunk_bytes = 0;
         m.run.attention_block_bytes = 0;
+        m.mapping_cache_bytes = 256 * MiB;
         break;
     case ONNXSTREAM_MEMORY_BALANCED:
     default:
@@ -40,6 +42,7 @@ MemorySettings memory_settings(onnxstream_memory_mode_t mode, onnxstream_provide
         m.prefetch_bytes = 64 * MiB;
         m.run.weight_chunk_bytes = 32 * MiB;
         m.run.attention_block_bytes = 64 * MiB;
+        m.mapping_cache_bytes = 64 * MiB;
         break;
     }
     if (explicit_provider != ONNXSTREAM_PROVIDER_AUTO) m.provider = explicit_provider;

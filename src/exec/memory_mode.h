@@ -12,6 +12,7 @@ namespace onnxstream {
 struct MemorySettings {
     onnxstream_provider_kind_t provider = ONNXSTREAM_PROVIDER_PREFETCH;
     uint64_t prefetch_bytes = 0;
+    uint64_t mapping_cache_bytes = 0; // freed big mappings kept for reuse (src/tensor/mapping_cache.h)
     RunOptions run;
 };
 

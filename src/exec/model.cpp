@@ -8,6 +8,7 @@
 
 #include "graph/layout_plan.h"
 #include "graph/model_txt.h"
+#include "tensor/mapping_cache.h"
 #include "util/error.h"
 #include "util/strings.h"
 #include "weights/weight_cache.h"
@@ -177,6 +178,7 @@ const Plan &Model::plan_for_inputs() {
 
 void Model::run(const ProgressFn &progress) {
     graph();
+    set_mapping_cache_budget(options_.mapping_cache_bytes);
     outputs_.clear();
     const Plan &plan = plan_for_inputs();
     uint64_t bytes0 = provider_->bytes_read(), us0 = provider_->read_us();

@@ -22,6 +22,7 @@ struct ModelOptions {
     size_t threads = 0;
     onnxstream_provider_kind_t provider = ONNXSTREAM_PROVIDER_PREFETCH;
     uint64_t prefetch_bytes = 64ull << 20;
+    uint64_t mapping_cache_bytes = 0; // process-wide budget set when a run starts
     RunOptions run; // memory/speed choices handed to ops
     std::string cache_path; // persistent prepared-weights cache ("" = none)
 };

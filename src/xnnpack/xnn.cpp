@@ -1,7 +1,5 @@
 #include "xnnpack/xnn.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "tensor/mapping_cache.h"
 #include "util/error.h"
 
 namespace onnxstream::xnn {
@@ -47,10 +46,10 @@ void *aligned_allocate(void *, size_t alignment, size_t size) {
     void *base = nullptr;
     size_t map_bytes = 0;
     if (total >= kDirectMapBytes) {
-        const size_t page = 4096;
-        map_bytes = (total + page - 1) / page * page;
-        base = ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (base == MAP_FAILED) return nullptr;
+        const Mapping m = map_pages(total);
+        if (!m.base) return nullptr;
+        base = m.base;
+        map_bytes = m.bytes;
     } else {
         base = std::malloc(total);
         if (!base) return nullptr;
@@ -72,7 +71,7 @@ void deallocate(void *, void *pointer) {
     if (!pointer) return;
     const BlockHeader h = header_of(pointer);
     if (h.map_bytes)
-        ::munmap(h.base, h.map_bytes);
+        unmap_pages({h.base, h.map_bytes});
     else
         std::free(h.base);
 }

@@ -154,7 +154,7 @@ TEST(Graph, UseBeforeProduce) {
 
 TEST(Graph, OwnOutputAsInput) {
     std::string msg = graph_error(ONNXSTREAM_ERR_INVALID_MODEL, "a:Foo*input:y(1)*output:y(1)\n");
-    EXPECT_CONTAINS(msg, "m.txt:1:25: tensor 'y' is used by line 1 before this line produces it");
+    EXPECT_CONTAINS(msg, "m.txt:1:25: tensor 'y' is both an input and an output of this line (a cycle)");
 }
 
 TEST(Graph, InconsistentDeclaredShapes) {
