@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <unordered_set>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,6 +33,24 @@ int64_t newest_known_opset() {
     return it == map.end() ? 0 : it->second.second;
 }
 
+// `what` names the data in messages (the file's path).
+onnx::ModelProto parse_model_proto(google::protobuf::io::ZeroCopyInputStream &stream, const std::string &what) {
+    onnx::ModelProto m;
+    bool ok;
+    {
+        google::protobuf::io::CodedInputStream in(&stream);
+        in.SetTotalBytesLimit(INT_MAX);
+        ok = m.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+    }
+    if (!ok)
+        fail(ONNXSTREAM_ERR_INVALID_MODEL, "cannot parse ", what,
+             " as an ONNX model: the file is truncated, corrupt or not an ONNX protobuf");
+    if (!m.has_graph() || m.graph().node_size() == 0)
+        fail(ONNXSTREAM_ERR_INVALID_MODEL, what,
+             " holds no ONNX graph (no nodes): it is truncated or not an ONNX model");
+    return m;
+}
+
 onnx::ModelProto read_model_proto(const std::string &path) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) fail(ONNXSTREAM_ERR_IO, "cannot open ", path, ": ", std::strerror(errno));
@@ -49,22 +68,15 @@ onnx::ModelProto read_model_proto(const std::string &path) {
         fail(ONNXSTREAM_ERR_INVALID_MODEL, path, " is ", st.st_size,
              " bytes; a protobuf file cannot exceed 2 GB, so models this big must keep their weights in external data");
     }
-    onnx::ModelProto m;
-    bool ok;
-    {
+    try {
         google::protobuf::io::FileInputStream file(fd);
-        google::protobuf::io::CodedInputStream in(&file);
-        in.SetTotalBytesLimit(INT_MAX);
-        ok = m.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+        onnx::ModelProto m = parse_model_proto(file, path);
+        ::close(fd);
+        return m;
+    } catch (...) {
+        ::close(fd);
+        throw;
     }
-    ::close(fd);
-    if (!ok)
-        fail(ONNXSTREAM_ERR_INVALID_MODEL, "cannot parse ", path,
-             " as an ONNX model: the file is truncated, corrupt or not an ONNX protobuf");
-    if (!m.has_graph() || m.graph().node_size() == 0)
-        fail(ONNXSTREAM_ERR_INVALID_MODEL, path,
-             " holds no ONNX graph (no nodes): it is truncated or not an ONNX model");
-    return m;
 }
 
 int64_t default_opset(const onnx::ModelProto &m) {
@@ -85,6 +97,22 @@ void check_opset(onnx::ModelProto &m, const std::string &path) {
              " is newer than the newest this build's ONNX library knows (", newest,
              "); re-export the model with opset ", kMinOpset, "..", newest);
     if (opset >= kMinOpset) return;
+    // ONNX's converter dereferences the producer of every value the graph reads without checking it exists
+    // (a dangling name crashes the process), so names are checked here first.
+    const onnx::GraphProto &g = m.graph();
+    std::unordered_set<std::string> defined;
+    for (const auto &vi : g.input()) defined.insert(vi.name());
+    for (const auto &t : g.initializer()) defined.insert(t.name());
+    for (const auto &n : g.node()) defined.insert(n.output().begin(), n.output().end());
+    for (const auto &n : g.node())
+        for (const auto &in : n.input())
+            if (!in.empty() && !defined.count(in))
+                fail(ONNXSTREAM_ERR_INVALID_MODEL, path, ": node '", n.name(), "' (", n.op_type(), ") reads '", in,
+                     "', which no node, input or initializer defines");
+    for (const auto &vi : g.output())
+        if (!defined.count(vi.name()))
+            fail(ONNXSTREAM_ERR_INVALID_MODEL, path, ": graph output '", vi.name(),
+                 "' is not produced by any node, input or initializer");
     try {
         m = onnx::version_conversion::ConvertVersion(m, static_cast<int>(kMinOpset));
     } catch (const std::exception &e) {
@@ -199,7 +227,8 @@ std::map<std::string, size_t> count_ops(const IrGraph &g) {
     return counts;
 }
 
-// Graph inputs the model reads must have fully known shapes: the engine plans every tensor up front.
+} // namespace
+
 void check_input_shapes(const IrGraph &g) {
     GraphIndex idx(g);
     for (const auto &name : g.inputs) {
@@ -217,6 +246,8 @@ void check_input_shapes(const IrGraph &g) {
         }
     }
 }
+
+namespace {
 
 std::string parent_dir(std::string path) {
     while (path.size() > 1 && path.back() == '/') path.pop_back();
@@ -254,14 +285,14 @@ std::pair<std::string, Shape> parse_input_shape(const std::string &text) {
     return {text.substr(0, eq), dims};
 }
 
-IrGraph load_onnx(const std::string &path, const std::vector<std::pair<std::string, Shape>> &input_shapes) {
-    onnx::ModelProto m = read_model_proto(path);
+namespace {
+IrGraph load_model_proto(onnx::ModelProto &m, const std::string &path, const std::string &model_dir,
+                         const std::vector<std::pair<std::string, Shape>> &input_shapes) {
     check_opset(m, path);
 
     IrGraph g;
     g.source = path;
-    size_t slash = path.rfind('/');
-    g.model_dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+    g.model_dir = model_dir;
     g.ir_version = m.ir_version();
     g.opset = default_opset(m);
     g.opset_imports.assign(m.opset_import().begin(), m.opset_import().end());
@@ -303,6 +334,24 @@ IrGraph load_onnx(const std::string &path, const std::vector<std::pair<std::stri
     for (const auto &[name, dims] : input_shapes) apply_input_shape(g, name, dims);
     topo_sort(g);
     return g;
+}
+} // namespace
+
+IrGraph load_onnx(const std::string &path, const std::vector<std::pair<std::string, Shape>> &input_shapes) {
+    onnx::ModelProto m = read_model_proto(path);
+    size_t slash = path.rfind('/');
+    return load_model_proto(m, path, slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash)),
+                            input_shapes);
+}
+
+IrGraph load_onnx_bytes(const std::string &bytes, const std::string &source, const std::string &model_dir,
+                        const std::vector<std::pair<std::string, Shape>> &input_shapes) {
+    if (bytes.empty()) fail(ONNXSTREAM_ERR_INVALID_MODEL, source, " is empty");
+    if (bytes.size() >= (1ull << 31))
+        fail(ONNXSTREAM_ERR_INVALID_MODEL, source, " is ", bytes.size(), " bytes; a protobuf cannot exceed 2 GB");
+    google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
+    onnx::ModelProto m = parse_model_proto(stream, source);
+    return load_model_proto(m, source, model_dir, input_shapes);
 }
 
 int simplify(IrGraph &g, ConstantEvaluator &evaluator, const FoldLimits &limits,

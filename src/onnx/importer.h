@@ -48,6 +48,13 @@ ConvertReport convert_onnx(const std::string &onnx_path, const std::string &out_
 
 // The stages of convert_onnx, for tests and tools.
 IrGraph load_onnx(const std::string &onnx_path, const std::vector<std::pair<std::string, Shape>> &input_shapes);
+// The same from the file's bytes in memory (fuzzing, hosts holding the model in RAM); `source` names it in
+// messages and external data is looked up in `model_dir`.
+IrGraph load_onnx_bytes(const std::string &bytes, const std::string &source, const std::string &model_dir,
+                        const std::vector<std::pair<std::string, Shape>> &input_shapes);
+// Graph inputs the model reads must have fully known shapes: the engine plans every tensor up front. Throws
+// INVALID_MODEL for an input without a tensor type, INVALID_ARGUMENT for a symbolic shape.
+void check_input_shapes(const IrGraph &g);
 // Shape inference and every pass until nothing changes; returns the number of rounds. Big folded
 // constants go to `spill` when given.
 int simplify(IrGraph &g, ConstantEvaluator &evaluator, const FoldLimits &limits,

@@ -2,7 +2,10 @@
 
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
+
+#include "util/error.h"
 
 namespace onnxstream::tools {
 
@@ -17,63 +20,97 @@ const DescrMap kDescrs[] = {
     {"|b1", ONNXSTREAM_DTYPE_BOOL},
 };
 
-std::string header_value(const std::string &header, const std::string &key, const std::string &path) {
+[[noreturn]] void bad(const std::string &source, const std::string &what) {
+    throw Error(ONNXSTREAM_ERR_INVALID_ARGUMENT, source + ": " + what);
+}
+
+// The text after 'key': in the header dict: a (tuple), a 'string' or a bare word up to ',' or '}'.
+std::string header_value(const std::string &header, const std::string &key, const std::string &source) {
     size_t k = header.find("'" + key + "'");
-    if (k == std::string::npos) throw std::runtime_error(path + ": .npy header has no '" + key + "'");
-    size_t colon = header.find(':', k);
-    size_t start = header.find_first_not_of(' ', colon + 1);
-    if (header[start] == '(') return header.substr(start + 1, header.find(')', start) - start - 1);
-    if (header[start] == '\'') return header.substr(start + 1, header.find('\'', start + 1) - start - 1);
-    return header.substr(start, header.find_first_of(",}", start) - start);
+    if (k == std::string::npos) bad(source, ".npy header has no '" + key + "'");
+    size_t colon = header.find(':', k + key.size() + 2);
+    size_t start = colon == std::string::npos ? colon : header.find_first_not_of(' ', colon + 1);
+    if (start == std::string::npos) bad(source, ".npy header has no value for '" + key + "'");
+    char open = header[start];
+    size_t end = open == '(' ? header.find(')', start) : open == '\'' ? header.find('\'', start + 1)
+                                                                      : header.find_first_of(",}", start);
+    if (end == std::string::npos) bad(source, ".npy header value of '" + key + "' is not terminated");
+    if (open == '(' || open == '\'') return header.substr(start + 1, end - start - 1);
+    size_t last = header.find_last_not_of(' ', end - 1);
+    return header.substr(start, last == std::string::npos || last < start ? 0 : last + 1 - start);
+}
+
+uint64_t parse_dim(const std::string &part, const std::string &source) {
+    size_t b = part.find_first_not_of(' '), e = part.find_last_not_of(' ');
+    std::string digits = part.substr(b, e + 1 - b);
+    if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos)
+        bad(source, ".npy shape entry '" + digits + "' is not a non-negative integer");
+    return std::stoull(digits);
 }
 } // namespace
 
-NpyArray read_npy(const std::string &path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot open " + path);
-    char magic[8];
-    if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0)
-        throw std::runtime_error(path + " is not a .npy file");
-    uint32_t header_len = 0;
-    if (magic[6] == 1) {
-        unsigned char b[2];
-        in.read(reinterpret_cast<char *>(b), 2);
-        header_len = b[0] | (b[1] << 8);
+NpyArray parse_npy(const std::string &bytes, const std::string &source) {
+    if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0) bad(source, "not a .npy file");
+    const unsigned char *b = reinterpret_cast<const unsigned char *>(bytes.data());
+    const unsigned major = b[6];
+    if (major < 1 || major > 3) bad(source, "unsupported .npy format version " + std::to_string(major));
+    size_t header_len = 0, offset = 0;
+    if (major == 1) {
+        header_len = b[8] | (b[9] << 8);
+        offset = 10;
     } else {
-        unsigned char b[4];
-        in.read(reinterpret_cast<char *>(b), 4);
-        header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
+        if (bytes.size() < 12) bad(source, "truncated .npy header");
+        header_len = b[8] | (b[9] << 8) | (b[10] << 16) | (static_cast<uint32_t>(b[11]) << 24);
+        offset = 12;
     }
-    if (!in || header_len > (1u << 20)) throw std::runtime_error(path + ": bad .npy header");
-    std::string header(header_len, '\0');
-    in.read(&header[0], header_len);
+    if (header_len > (1u << 20) || header_len > bytes.size() - offset)
+        bad(source, "bad .npy header length " + std::to_string(header_len));
+    const std::string header = bytes.substr(offset, header_len);
+    offset += header_len;
     NpyArray a;
-    std::string descr = header_value(header, "descr", path);
+    std::string descr = header_value(header, "descr", source);
     bool found = false;
     for (const auto &d : kDescrs)
         if (descr == d.descr) {
             a.dtype = d.dtype;
             found = true;
         }
-    if (!found) throw std::runtime_error(path + ": unsupported .npy dtype '" + descr + "'");
-    if (header_value(header, "fortran_order", path) != "False")
-        throw std::runtime_error(path + ": Fortran-ordered .npy arrays are not supported");
-    std::string shape = header_value(header, "shape", path);
+    if (!found) bad(source, "unsupported .npy dtype '" + descr + "'");
+    if (header_value(header, "fortran_order", source) != "False")
+        bad(source, "Fortran-ordered .npy arrays are not supported");
+    std::string shape = header_value(header, "shape", source);
     size_t pos = 0;
+    const uint64_t esize = onnxstream_dtype_size(a.dtype);
+    const uint64_t data_bytes = bytes.size() - offset;
+    uint64_t n = 1;
     while (pos < shape.size()) {
         size_t end = shape.find(',', pos);
         std::string part = shape.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-        if (part.find_first_not_of(' ') != std::string::npos) a.shape.push_back(std::stoll(part));
+        if (part.find_first_not_of(' ') != std::string::npos) {
+            if (a.shape.size() >= 32) bad(source, ".npy shape has more than 32 dimensions");
+            uint64_t d = parse_dim(part, source);
+            a.shape.push_back(static_cast<int64_t>(d));
+            if (__builtin_mul_overflow(n, d, &n) || n > (uint64_t(1) << 60))
+                bad(source, ".npy shape (" + shape + ") has too many elements");
+        }
         if (end == std::string::npos) break;
         pos = end + 1;
     }
-    int64_t n = 1;
-    for (int64_t d : a.shape) n *= d;
-    size_t bytes = static_cast<size_t>(n) * onnxstream_dtype_size(a.dtype);
-    a.data.resize(bytes);
-    if (bytes && !in.read(reinterpret_cast<char *>(a.data.data()), static_cast<std::streamsize>(bytes)))
-        throw std::runtime_error(path + " is truncated: expected " + std::to_string(bytes) + " data bytes");
+    if (n > data_bytes / esize)
+        bad(source, "truncated: expected " + std::to_string(n * esize) + " data bytes, the file holds " +
+                        std::to_string(data_bytes));
+    a.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(offset),
+                  bytes.begin() + static_cast<std::ptrdiff_t>(offset + n * esize));
     return a;
+}
+
+NpyArray read_npy(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(ONNXSTREAM_ERR_IO, "cannot open " + path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) throw Error(ONNXSTREAM_ERR_IO, "cannot read " + path);
+    return parse_npy(text.str(), path);
 }
 
 void write_npy(const std::string &path, onnxstream_dtype_t dtype, const std::vector<int64_t> &shape,

@@ -15,8 +15,10 @@ struct NpyArray {
     std::vector<uint8_t> data;
 };
 
-// Throws std::runtime_error with a clear message on any problem.
+// Throw onnxstream::Error (a std::runtime_error) with a clear message on any problem: IO when the file
+// cannot be read, INVALID_ARGUMENT for a malformed or truncated array. `source` names the data in messages.
 NpyArray read_npy(const std::string &path);
+NpyArray parse_npy(const std::string &bytes, const std::string &source);
 void write_npy(const std::string &path, onnxstream_dtype_t dtype, const std::vector<int64_t> &shape,
                const void *data, size_t bytes);
 

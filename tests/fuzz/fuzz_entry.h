@@ -1,0 +1,39 @@
+// The code under fuzzing, shared by the libFuzzer targets (fuzz_<target>.cpp) and the regression test that
+// replays every crasher they found (fuzz_regressions_test.cpp).
+//
+// Each entry point feeds one input to one front end of the engine. It returns normally when the input is
+// valid and throws onnxstream::Error when it is not: both are expected outcomes. Anything else (a crash, a
+// sanitizer report, another exception, a broken invariant, reported as std::logic_error) is a bug.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace onnxstream::fuzz {
+
+// Inputs above this size are skipped (they only slow the fuzzer down; the parsers are linear).
+constexpr size_t kMaxInputBytes = 1 << 20;
+
+// model.txt: parse (checking that writing it back gives the same bytes), build the graph, plan it (shape
+// and dtype inference of every op, with small weights synthesized from their file names) and plan NHWC
+// layouts.
+void model_txt(const uint8_t *data, size_t size);
+// A .npy file's bytes.
+void npy(const uint8_t *data, size_t size);
+// range_data.txt text.
+void range_data(const uint8_t *data, size_t size);
+// An ONNX ModelProto's bytes: load (no external data: it would be looked up in a folder that does not
+// exist), shape inference and every simplification pass, the check that the engine runs every op. Nothing is
+// written.
+void onnx_import(const uint8_t *data, size_t size);
+
+struct Target {
+    const char *name;
+    void (*run)(const uint8_t *, size_t);
+};
+// The targets this build has (onnx_import only with the ONNX importer).
+const std::vector<Target> &targets();
+
+} // namespace onnxstream::fuzz
