@@ -5,7 +5,7 @@
  * and nocache over a folder holding only OnnxStream's "_nhwc.bin" conv weights.
  * Usage: yolov8n_e2e SHARED_DIR
  * ONNXSTREAM_E2E_CASES="label,label,..." runs only the cases with those labels (the valgrind test setup
- * picks a few: one YOLOv8n run under valgrind takes minutes).
+ * picks one: a case under valgrind takes ~8 minutes of CPU).
  */
 #define _DEFAULT_SOURCE
 #include <dirent.h>
