@@ -24,6 +24,16 @@ namespace {
         if (!(cond)) fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, __VA_ARGS__);                                       \
     } while (0)
 
+// A C caller may pass any int where the header has an enum type, but in C++ loading a value outside the
+// enum's range is undefined (UBSan: "load of value 99, which is not a valid value for type
+// 'onnxstream_dtype'"): such arguments are read as the int they are, and checked before any cast back.
+template <typename E> int c_enum(const E &value) {
+    static_assert(sizeof(E) == sizeof(int), "the header's enums are int-sized");
+    int v;
+    std::memcpy(&v, &value, sizeof v);
+    return v;
+}
+
 void require_loaded(const onnxstream_model_t *model, const char *fn) {
     if (!model->model.loaded()) fail(ONNXSTREAM_ERR_BAD_STATE, fn, ": no model loaded (call onnxstream_model_load first)");
 }
@@ -55,14 +65,20 @@ const char *onnxstream_version_string(void) {
         ONNXSTREAM_VERSION_PATCH);
 }
 
-const char *onnxstream_status_name(onnxstream_status_t status) { return status_name(status); }
+const char *onnxstream_status_name(onnxstream_status_t status) {
+    const int s = c_enum(status);
+    return s >= ONNXSTREAM_OK && s <= ONNXSTREAM_ERR_INTERNAL ? status_name(static_cast<Status>(s))
+                                                              : "ONNXSTREAM_UNKNOWN_STATUS";
+}
 
 const char *onnxstream_dtype_name(onnxstream_dtype_t dtype) {
-    return dtype_valid(dtype) ? onnxstream::dtype_name(static_cast<DType>(dtype)) : "unknown";
+    const int d = c_enum(dtype);
+    return dtype_valid(d) ? onnxstream::dtype_name(static_cast<DType>(d)) : "unknown";
 }
 
 size_t onnxstream_dtype_size(onnxstream_dtype_t dtype) {
-    return dtype_valid(dtype) ? onnxstream::dtype_size(static_cast<DType>(dtype)) : 0;
+    const int d = c_enum(dtype);
+    return dtype_valid(d) ? onnxstream::dtype_size(static_cast<DType>(d)) : 0;
 }
 
 const char *onnxstream_last_error(void) { return capi::thread_last_error().c_str(); }
@@ -195,10 +211,11 @@ onnxstream_status_t onnxstream_model_set_weights_provider(onnxstream_model_t *mo
 onnxstream_status_t onnxstream_model_push_tensor(onnxstream_model_t *model, const char *name,
                                                  onnxstream_dtype_t dtype, size_t rank, const int64_t *shape,
                                                  const void *data, size_t byte_size) {
+    const int dtype_value = c_enum(dtype);
     return guard(model, [&] {
         REQUIRE_ARG(model, "onnxstream_model_push_tensor: model is NULL");
         REQUIRE_ARG(name, "onnxstream_model_push_tensor: name is NULL");
-        REQUIRE_ARG(dtype_valid(dtype), "onnxstream_model_push_tensor: unknown dtype ", static_cast<int>(dtype));
+        REQUIRE_ARG(dtype_valid(dtype_value), "onnxstream_model_push_tensor: unknown dtype ", dtype_value);
         REQUIRE_ARG(rank == 0 || shape, "onnxstream_model_push_tensor: shape is NULL but rank is ", rank);
         REQUIRE_ARG(rank <= 16, "onnxstream_model_push_tensor: rank ", rank, " is larger than 16");
         REQUIRE_ARG(data || byte_size == 0, "onnxstream_model_push_tensor: data is NULL but byte_size is ", byte_size);
@@ -206,7 +223,7 @@ onnxstream_status_t onnxstream_model_push_tensor(onnxstream_model_t *model, cons
         Shape s(shape, shape + rank);
         for (int64_t d : s)
             REQUIRE_ARG(d >= 0, "onnxstream_model_push_tensor: negative dimension in shape ", shape_str(s));
-        model->model.push_input(name, static_cast<DType>(dtype), s, data, byte_size);
+        model->model.push_input(name, static_cast<DType>(dtype_value), s, data, byte_size);
     });
 }
 

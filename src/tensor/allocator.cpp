@@ -18,12 +18,10 @@ void MemoryCounter::add(uint64_t bytes) {
 
 namespace {
 // Big tensors get their own mapping (through the mapping cache: see mapping_cache.h), returned to the
-// system when freed. Through malloc,
-// glibc raises its mmap threshold after each big free and then keeps such blocks in the heap, so a model's
-// resident memory would follow the largest tensors ever freed instead of the ones alive (measured on an fp16
-// UNet-like model: 239 MB peak RSS via malloc, 151 MB with direct mappings).
-constexpr size_t kDirectMapBytes = 1u << 20;
-
+// system when freed. Through malloc, glibc raises its mmap threshold after each big free and then keeps such
+// blocks in the heap, so a model's resident memory would follow the largest tensors ever freed instead of
+// the ones alive (measured on an fp16 UNet-like model: 239 MB peak RSS via malloc, 151 MB with direct
+// mappings).
 std::shared_ptr<Storage> map_storage(size_t bytes, size_t total, const std::shared_ptr<MemoryCounter> &counter) {
     const Mapping m = map_pages(total);
     if (!m.base) fail(ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory mapping a tensor of ", bytes, " bytes");
@@ -45,7 +43,7 @@ std::shared_ptr<Storage> Allocator::allocate(size_t bytes) const {
     if (bytes > SIZE_MAX / 2)
         fail(ONNXSTREAM_ERR_OUT_OF_MEMORY, "cannot allocate a tensor of ", bytes, " bytes");
     size_t total = (bytes + kTensorPadding + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-    if (total >= kDirectMapBytes) return map_storage(bytes, total, counter_);
+    if (kUseDirectMaps && total >= kDirectMapBytes) return map_storage(bytes, total, counter_);
     void *p = std::aligned_alloc(kTensorAlignment, total);
     if (!p) fail(ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory allocating a tensor of ", bytes, " bytes");
     counter_->add(bytes);

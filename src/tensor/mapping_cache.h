@@ -14,6 +14,23 @@
 
 namespace onnxstream {
 
+// Buffers of this size and more get their own mapping.
+constexpr size_t kDirectMapBytes = size_t(1) << 20;
+// AddressSanitizer checks bounds only on its own heap: under it every buffer goes through malloc, so an
+// access past a big tensor is reported instead of landing in a neighbouring mapping.
+#if defined(__SANITIZE_ADDRESS__)
+#define ONNXSTREAM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ONNXSTREAM_ASAN 1
+#endif
+#endif
+#ifdef ONNXSTREAM_ASAN
+constexpr bool kUseDirectMaps = false;
+#else
+constexpr bool kUseDirectMaps = true;
+#endif
+
 struct Mapping {
     void *base = nullptr;
     size_t bytes = 0; // the mapping's real size (page multiple, >= the size asked for)

@@ -37,7 +37,6 @@ struct BlockHeader {
     size_t size;      // usable bytes, for reallocate
     size_t unused;
 };
-constexpr size_t kDirectMapBytes = 1u << 20;
 
 void *aligned_allocate(void *, size_t alignment, size_t size) {
     alignment = std::max(alignment, sizeof(BlockHeader));
@@ -45,7 +44,7 @@ void *aligned_allocate(void *, size_t alignment, size_t size) {
     const size_t total = size + sizeof(BlockHeader) + alignment;
     void *base = nullptr;
     size_t map_bytes = 0;
-    if (total >= kDirectMapBytes) {
+    if (kUseDirectMaps && total >= kDirectMapBytes) {
         const Mapping m = map_pages(total);
         if (!m.base) return nullptr;
         base = m.base;

@@ -8,6 +8,7 @@
 // or a number, DIMS comma-separated or `-` for a scalar, BYTES defaults to the exact size). Without it
 // every graph input is pushed as float32 zeros of its declared shape.
 // Set ONNXSTREAM_BAD_INPUT_VERBOSE=1 to print every case's status and message.
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <dirent.h>
@@ -53,23 +54,27 @@ std::vector<Case> read_manifest() {
     return cases;
 }
 
+extern "C" onnxstream_status_t bad_input_push_tensor(onnxstream_model_t *model, const char *name, int dtype,
+                                                     size_t rank, const int64_t *shape, const void *data,
+                                                     size_t byte_size); // push_int.c
+
 struct Push {
     std::string name;
-    onnxstream_dtype_t dtype = ONNXSTREAM_DTYPE_FLOAT32;
+    int dtype = ONNXSTREAM_DTYPE_FLOAT32; // an int: push.txt may name a value outside the enum on purpose
     std::vector<int64_t> shape;
     size_t bytes = 0;
 };
 
-bool parse_dtype(const std::string &text, onnxstream_dtype_t &out) {
-    for (int d = 1; d < 64; ++d)
+bool parse_dtype(const std::string &text, int &out) {
+    for (int d = ONNXSTREAM_DTYPE_FLOAT32; d <= ONNXSTREAM_DTYPE_BOOL; ++d)
         if (text == onnxstream_dtype_name(static_cast<onnxstream_dtype_t>(d))) {
-            out = static_cast<onnxstream_dtype_t>(d);
+            out = d;
             return true;
         }
     char *end = nullptr;
     long v = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || *end) return false;
-    out = static_cast<onnxstream_dtype_t>(v);
+    if (text.empty() || *end || v < INT_MIN || v > INT_MAX) return false;
+    out = static_cast<int>(v);
     return true;
 }
 
@@ -90,9 +95,12 @@ bool read_pushes(const std::string &dir, std::vector<Push> &pushes) {
             std::string d;
             while (std::getline(ds, d, ',')) p.shape.push_back(std::stoll(d));
         }
-        int64_t n = 1;
-        for (int64_t d : p.shape) n *= d;
-        if (!(ss >> p.bytes)) p.bytes = static_cast<size_t>(n) * onnxstream_dtype_size(p.dtype);
+        uint64_t n = 1; // unsigned: the corpus has dims whose product overflows on purpose
+        for (int64_t d : p.shape) n *= static_cast<uint64_t>(d);
+        size_t elem = p.dtype >= ONNXSTREAM_DTYPE_FLOAT32 && p.dtype <= ONNXSTREAM_DTYPE_BOOL
+                          ? onnxstream_dtype_size(static_cast<onnxstream_dtype_t>(p.dtype))
+                          : 0;
+        if (!(ss >> p.bytes)) p.bytes = static_cast<size_t>(n) * elem;
         pushes.push_back(p);
     }
     return true;
@@ -170,8 +178,8 @@ protected:
         for (size_t i = 0; i < pushes.size(); ++i) {
             const Push &p = pushes[i];
             std::vector<unsigned char> zeros(p.bytes + 1, 0);
-            s = onnxstream_model_push_tensor(model, p.name.c_str(), p.dtype, p.shape.size(), p.shape.data(),
-                                             zeros.data(), p.bytes);
+            s = bad_input_push_tensor(model, p.name.c_str(), p.dtype, p.shape.size(), p.shape.data(),
+                                      zeros.data(), p.bytes);
             if (c.stage == "push" && i + 1 == pushes.size()) {
                 expect_failure(model, s, "push " + p.name);
             } else {
