@@ -35,6 +35,7 @@ constexpr size_t kMaxInferenceConstantBytes = 1 << 20;
 Model::Model(const ModelOptions &options)
     : options_(options), pool_(options.threads), provider_(make_builtin_provider(options)),
       keep_prepared_(options.provider == ONNXSTREAM_PROVIDER_RAM) {
+    alloc_.set_limit(options.max_bytes);
     init_kernels();
 }
 
