@@ -320,6 +320,7 @@ static void test_max_bytes(void) {
         CHECK_STATUS(onnxstream_model_push_tensor(m, "x", ONNXSTREAM_DTYPE_FLOAT32, 4, kXShape, kX, sizeof kX),
                      ONNXSTREAM_ERR_OUT_OF_MEMORY);
         CHECK_CONTAINS(onnxstream_model_last_error(m), "would exceed max_bytes 100 B");
+        CHECK_CONTAINS(onnxstream_model_last_error(m), "input 'x'");
 
         /* Unlimited: measure the run's tracked peak, starting like the failing runs below do: a failed run
          * leaves no outputs, so only the input is alive at the start. */
