@@ -11,8 +11,16 @@
  *     or onnxstream_last_error() (thread-local; always set, including for calls that failed before a
  *     model existed).
  *   - No function aborts, exits or prints; nothing is written to stdout/stderr unless a log callback asks.
- *   - A model handle is not thread-safe: use one handle from one thread at a time. Different handles
- *     are independent and may be used concurrently.
+ *   - Threads: different handles are independent and may be used concurrently from different threads.
+ *     One handle is used by one thread at a time: while a call on a model is in progress (typically
+ *     onnxstream_model_run), a call on the same model from another thread is refused with
+ *     ONNXSTREAM_ERR_BAD_STATE ("another thread is running this model"; the message goes to that thread's
+ *     onnxstream_last_error() only, the model's own last error is left alone) instead of corrupting it.
+ *     Callbacks of a run (progress, log, weights provider) run while the model is busy: from the running
+ *     thread they may read (get_output, get_input, memory_stats, run_stats) but a call that changes the
+ *     model (run, load, push_tensor, set_*, add_output, read_range_data) is refused with BAD_STATE too.
+ *     onnxstream_model_destroy, onnxstream_model_last_error and the *_count functions are not checked:
+ *     never call them while another thread uses the model.
  *   - Structs that may grow start with `uint32_t struct_size`; fill it with sizeof(struct) (the *_init
  *     functions do this). The library reads only the fields that fit in struct_size.
  */
@@ -27,7 +35,7 @@ extern "C" {
 #endif
 
 #define ONNXSTREAM_VERSION_MAJOR 0
-#define ONNXSTREAM_VERSION_MINOR 3
+#define ONNXSTREAM_VERSION_MINOR 4
 #define ONNXSTREAM_VERSION_PATCH 0
 #define ONNXSTREAM_VERSION \
     (ONNXSTREAM_VERSION_MAJOR * 10000 + ONNXSTREAM_VERSION_MINOR * 100 + ONNXSTREAM_VERSION_PATCH)
@@ -153,6 +161,18 @@ typedef struct onnxstream_model_options {
         memory-mapped and shared by later runs and processes; rebuilt when the model or engine changes.
         NULL = no cache. */
     const char *cache_path;
+    /* Since 0.4: */
+    /** Memory budget of the model's tracked tensor memory (0 = no limit, the default): an allocation that
+        would take the tracked bytes above it fails the call with ONNXSTREAM_ERR_OUT_OF_MEMORY and a message
+        naming the op, the request, the bytes in use and the limit; the model stays usable. Counted: every
+        tensor the engine allocates (activations, pushed inputs, the outputs of the last run, weights read
+        into RAM by the built-in providers or a host provider's read callback, chunks of streamed weights,
+        layout copies, op scratch buffers, the weights the RAM provider keeps between runs). Not counted:
+        memory the engine does not own (mmap provider pages, the persistent cache's mapping, zero-copy
+        buffers of a host provider's acquire), XNNPACK's own buffers (packed weights, indirection buffers,
+        workspaces: XNNPACK has one process-wide allocator, not one per model) and small bookkeeping
+        (graph, plan, std containers). Change it later with onnxstream_model_set_max_bytes. */
+    uint64_t max_bytes;
 } onnxstream_model_options_t;
 
 /** Fill *options with defaults and struct_size. Safe to call with NULL (does nothing). */
@@ -210,6 +230,15 @@ onnxstream_model_load_string(onnxstream_model_t *model, const char *model_txt, c
 ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
 onnxstream_model_add_output(onnxstream_model_t *model, const char *name);
 
+/**
+ * Change the model's max_bytes (see onnxstream_model_options_t.max_bytes; 0 = no limit) for the following
+ * calls. Lowering it below the bytes in use frees nothing; it only makes later allocations fail. (Since 0.4.)
+ * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT model is NULL.
+ * @retval ONNXSTREAM_ERR_BAD_STATE        another thread is using the model.
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
+onnxstream_model_set_max_bytes(onnxstream_model_t *model, uint64_t max_bytes);
+
 /* ------------------------------------------------------------------------------------------------ */
 /* Static W8A8: activation ranges and calibration (since 0.3)                                         */
 
@@ -256,6 +285,11 @@ typedef struct onnxstream_weight_request {
     size_t byte_size;         /**< exact number of bytes expected */
     char *error_message;      /**< the callback may write a NUL-terminated reason here on failure */
     size_t error_message_capacity;
+    /* Since 0.4 (present when struct_size covers it): */
+    /** Where read or acquire may store how many bytes it actually produced; preset to byte_size. A value
+        other than byte_size (a short read, a buffer of the wrong size) fails the fetch with
+        ONNXSTREAM_ERR_CALLBACK naming the weight file, the bytes expected and the bytes produced. */
+    size_t *bytes_produced;
 } onnxstream_weight_request_t;
 
 /**
@@ -348,7 +382,9 @@ ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t onnxstream_model_set_log
  * @retval ONNXSTREAM_ERR_IO / _CALLBACK   a weight could not be fetched.
  * @retval ONNXSTREAM_ERR_CANCELLED        the progress callback returned nonzero.
  * @retval ONNXSTREAM_ERR_UNSUPPORTED      an attribute combination this engine does not run.
- * @retval ONNXSTREAM_ERR_OUT_OF_MEMORY
+ * @retval ONNXSTREAM_ERR_OUT_OF_MEMORY    memory ran out, or the run would pass max_bytes.
+ * @retval ONNXSTREAM_ERR_BAD_STATE        also: another thread is running this model, or called from a
+ *                                         callback of this model's run.
  */
 ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t onnxstream_model_run(onnxstream_model_t *model);
 

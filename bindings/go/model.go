@@ -54,6 +54,9 @@ type Options struct {
 	// Weights bigger than this are streamed in chunks; 0 = from the memory mode, NoChunking = never.
 	WeightChunkBytes uint64
 	CachePath        string // persistent prepared-weights cache file; "" = none
+	// Budget of the model's tracked tensor memory in bytes; 0 = no limit. A run that would pass it fails
+	// with ErrOutOfMemory and the model stays usable (what counts: max_bytes in include/onnxstream.h).
+	MaxBytes uint64
 }
 
 // NoChunking as Options.WeightChunkBytes never splits weights.
@@ -144,6 +147,7 @@ func NewModel(opts Options) (*Model, error) {
 		o.attention_slices = -1 // rejected by the library with the valid range
 	}
 	o.weight_chunk_bytes = C.uint64_t(opts.WeightChunkBytes)
+	o.max_bytes = C.uint64_t(opts.MaxBytes)
 	if opts.CachePath != "" {
 		cpath := C.CString(opts.CachePath)
 		defer C.free(unsafe.Pointer(cpath))

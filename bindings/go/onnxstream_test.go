@@ -12,10 +12,10 @@ import (
 )
 
 func TestVersion(t *testing.T) {
-	if major, minor, patch := Version(); major != 0 || minor != 3 || patch != 0 {
+	if major, minor, patch := Version(); major != 0 || minor != 4 || patch != 0 {
 		t.Fatalf("Version() = %d.%d.%d", major, minor, patch)
 	}
-	if VersionString() != "0.3.0" {
+	if VersionString() != "0.4.0" {
 		t.Fatalf("VersionString() = %q", VersionString())
 	}
 }
@@ -462,5 +462,37 @@ func TestHalfToFloat32(t *testing.T) {
 		if got := HalfToFloat32(h); got != want {
 			t.Errorf("HalfToFloat32(%#x) = %v, want %v", h, got, want)
 		}
+	}
+}
+
+func TestMaxBytesGivesOutOfMemory(t *testing.T) {
+	// 16 bytes: the pushed input (1x4 float32) fits exactly, the first weight or activation does not.
+	c := &counters{}
+	m, err := NewModel(Options{Threads: 1, MaxBytes: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.SetWeightsProvider(&mapProvider{weights: tinyWeights(), c: c}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.LoadString(tinyModel, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Push("x", []int64{1, 4}, tinyX); err != nil {
+		t.Fatal(err)
+	}
+	err = m.Run()
+	if !errors.Is(err, ErrOutOfMemory) || !strings.Contains(err.Error(), "max_bytes") {
+		t.Fatalf("Run() = %v, want ErrOutOfMemory naming max_bytes", err)
+	}
+	// The same graph in a model without a budget runs correctly.
+	roomy := newTiny(t, &mapProvider{weights: tinyWeights(), c: &counters{}})
+	defer roomy.Close()
+	if err := roomy.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if y := outputY(t, roomy); !equalF32(y, tinyY) {
+		t.Fatalf("y = %v", y)
 	}
 }

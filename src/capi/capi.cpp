@@ -8,7 +8,9 @@
 #include "weights/callback.h"
 
 using namespace onnxstream;
+using onnxstream::capi::Access;
 using onnxstream::capi::guard;
+using onnxstream::capi::guard_model;
 
 namespace onnxstream::capi {
 std::string &thread_last_error() {
@@ -96,6 +98,7 @@ void onnxstream_model_options_init(onnxstream_model_options_t *options) {
     options->attention_slices = 0;
     options->weight_chunk_bytes = 0;
     options->cache_path = nullptr;
+    options->max_bytes = 0;
 }
 
 onnxstream_status_t onnxstream_model_create(const onnxstream_model_options_t *options, onnxstream_model_t **out) {
@@ -136,6 +139,7 @@ onnxstream_status_t onnxstream_model_create(const onnxstream_model_options_t *op
         mo.run = ms.run;
         mo.run.nhwc_layout = (o.flags & ONNXSTREAM_FLAG_NCHW_ONLY) == 0;
         if (o.cache_path) mo.cache_path = o.cache_path;
+        mo.max_bytes = o.max_bytes;
         *out = new onnxstream_model(mo);
     });
 }
@@ -147,7 +151,7 @@ const char *onnxstream_model_last_error(const onnxstream_model_t *model) {
 }
 
 onnxstream_status_t onnxstream_model_load(onnxstream_model_t *model, const char *path) {
-    return guard(model, [&] {
+    return guard_model(model, "onnxstream_model_load", Access::Write, [&] {
         REQUIRE_ARG(model, "onnxstream_model_load: model is NULL");
         REQUIRE_ARG(path, "onnxstream_model_load: path is NULL");
         model->model.load_file(path);
@@ -156,15 +160,22 @@ onnxstream_status_t onnxstream_model_load(onnxstream_model_t *model, const char 
 
 onnxstream_status_t onnxstream_model_load_string(onnxstream_model_t *model, const char *model_txt,
                                                  const char *weights_dir) {
-    return guard(model, [&] {
+    return guard_model(model, "onnxstream_model_load_string", Access::Write, [&] {
         REQUIRE_ARG(model, "onnxstream_model_load_string: model is NULL");
         REQUIRE_ARG(model_txt, "onnxstream_model_load_string: model_txt is NULL");
         model->model.load_string(model_txt, weights_dir ? weights_dir : "", "model.txt");
     });
 }
 
+onnxstream_status_t onnxstream_model_set_max_bytes(onnxstream_model_t *model, uint64_t max_bytes) {
+    return guard_model(model, "onnxstream_model_set_max_bytes", Access::Write, [&] {
+        REQUIRE_ARG(model, "onnxstream_model_set_max_bytes: model is NULL");
+        model->model.allocator().set_limit(max_bytes);
+    });
+}
+
 onnxstream_status_t onnxstream_model_read_range_data(onnxstream_model_t *model, const char *path) {
-    return guard(model, [&] {
+    return guard_model(model, "onnxstream_model_read_range_data", Access::Write, [&] {
         REQUIRE_ARG(model, "onnxstream_model_read_range_data: model is NULL");
         REQUIRE_ARG(path, "onnxstream_model_read_range_data: path is NULL");
         require_loaded(model, "onnxstream_model_read_range_data");
@@ -173,7 +184,7 @@ onnxstream_status_t onnxstream_model_read_range_data(onnxstream_model_t *model, 
 }
 
 onnxstream_status_t onnxstream_model_write_range_data(onnxstream_model_t *model, const char *path) {
-    return guard(model, [&] {
+    return guard_model(model, "onnxstream_model_write_range_data", Access::Read, [&] {
         REQUIRE_ARG(model, "onnxstream_model_write_range_data: model is NULL");
         REQUIRE_ARG(path, "onnxstream_model_write_range_data: path is NULL");
         require_loaded(model, "onnxstream_model_write_range_data");
@@ -182,7 +193,7 @@ onnxstream_status_t onnxstream_model_write_range_data(onnxstream_model_t *model,
 }
 
 onnxstream_status_t onnxstream_model_set_calibrate(onnxstream_model_t *model, int32_t on) {
-    return guard(model, [&] {
+    return guard_model(model, "onnxstream_model_set_calibrate", Access::Write, [&] {
         REQUIRE_ARG(model, "onnxstream_model_set_calibrate: model is NULL");
         require_loaded(model, "onnxstream_model_set_calibrate");
         model->model.set_calibrate(on != 0);
@@ -190,7 +201,7 @@ onnxstream_status_t onnxstream_model_set_calibrate(onnxstream_model_t *model, in
 }
 
 onnxstream_status_t onnxstream_model_add_output(onnxstream_model_t *model, const char *name) {
-    return guard(model, [&] {
+    return guard_model(model, "onnxstream_model_add_output", Access::Write, [&] {
         REQUIRE_ARG(model, "onnxstream_model_add_output: model is NULL");
         REQUIRE_ARG(name, "onnxstream_model_add_output: name is NULL");
         require_loaded(model, "onnxstream_model_add_output");
@@ -201,7 +212,7 @@ onnxstream_status_t onnxstream_model_add_output(onnxstream_model_t *model, const
 onnxstream_status_t onnxstream_model_set_weights_provider(onnxstream_model_t *model,
                                                           const onnxstream_weights_provider_t *provider,
                                                           void *user_data) {
-    return guard(model, [&] {
+    return guard_model(model, "onnxstream_model_set_weights_provider", Access::Write, [&] {
         REQUIRE_ARG(model, "onnxstream_model_set_weights_provider: model is NULL");
         REQUIRE_ARG(provider, "onnxstream_model_set_weights_provider: provider is NULL");
         model->model.set_provider(make_callback_provider(*provider, user_data));
@@ -212,7 +223,7 @@ onnxstream_status_t onnxstream_model_push_tensor(onnxstream_model_t *model, cons
                                                  onnxstream_dtype_t dtype, size_t rank, const int64_t *shape,
                                                  const void *data, size_t byte_size) {
     const int dtype_value = c_enum(dtype);
-    return guard(model, [&] {
+    return guard_model(model, "onnxstream_model_push_tensor", Access::Write, [&] {
         REQUIRE_ARG(model, "onnxstream_model_push_tensor: model is NULL");
         REQUIRE_ARG(name, "onnxstream_model_push_tensor: name is NULL");
         REQUIRE_ARG(dtype_valid(dtype_value), "onnxstream_model_push_tensor: unknown dtype ", dtype_value);
@@ -229,7 +240,7 @@ onnxstream_status_t onnxstream_model_push_tensor(onnxstream_model_t *model, cons
 
 onnxstream_status_t onnxstream_model_set_progress_callback(onnxstream_model_t *model, onnxstream_progress_fn fn,
                                                            void *user_data) {
-    return guard(model, [&] {
+    return guard_model(model, "onnxstream_model_set_progress_callback", Access::Write, [&] {
         REQUIRE_ARG(model, "onnxstream_model_set_progress_callback: model is NULL");
         model->progress_fn = fn;
         model->progress_user_data = user_data;
@@ -238,7 +249,7 @@ onnxstream_status_t onnxstream_model_set_progress_callback(onnxstream_model_t *m
 
 onnxstream_status_t onnxstream_model_set_log_callback(onnxstream_model_t *model, onnxstream_log_fn fn,
                                                       void *user_data, onnxstream_log_level_t min_level) {
-    return guard(model, [&] {
+    return guard_model(model, "onnxstream_model_set_log_callback", Access::Write, [&] {
         REQUIRE_ARG(model, "onnxstream_model_set_log_callback: model is NULL");
         if (!fn) {
             model->model.set_log(nullptr, min_level);
@@ -252,7 +263,7 @@ onnxstream_status_t onnxstream_model_set_log_callback(onnxstream_model_t *model,
 }
 
 onnxstream_status_t onnxstream_model_run(onnxstream_model_t *model) {
-    return guard(model, [&] {
+    return guard_model(model, "onnxstream_model_run", Access::Write, [&] {
         REQUIRE_ARG(model, "onnxstream_model_run: model is NULL");
         require_loaded(model, "onnxstream_model_run");
         ProgressFn progress;
@@ -281,7 +292,7 @@ size_t onnxstream_model_input_count(const onnxstream_model_t *model) {
 
 onnxstream_status_t onnxstream_model_get_input(onnxstream_model_t *model, size_t index,
                                                onnxstream_tensor_view_t *view) {
-    return guard(model, [&] {
+    return guard_model(model, "onnxstream_model_get_input", Access::Read, [&] {
         REQUIRE_ARG(model, "onnxstream_model_get_input: model is NULL");
         REQUIRE_ARG(view, "onnxstream_model_get_input: view is NULL");
         REQUIRE_ARG(view->struct_size != 0, "onnxstream_model_get_input: view->struct_size is 0");
@@ -308,7 +319,7 @@ size_t onnxstream_model_output_count(const onnxstream_model_t *model) {
 
 onnxstream_status_t onnxstream_model_get_output(onnxstream_model_t *model, size_t index,
                                                 onnxstream_tensor_view_t *view) {
-    return guard(model, [&] {
+    return guard_model(model, "onnxstream_model_get_output", Access::Read, [&] {
         REQUIRE_ARG(model, "onnxstream_model_get_output: model is NULL");
         REQUIRE_ARG(view, "onnxstream_model_get_output: view is NULL");
         REQUIRE_ARG(view->struct_size != 0, "onnxstream_model_get_output: view->struct_size is 0");
@@ -320,7 +331,7 @@ onnxstream_status_t onnxstream_model_get_output(onnxstream_model_t *model, size_
 
 onnxstream_status_t onnxstream_model_get_output_by_name(onnxstream_model_t *model, const char *name,
                                                         onnxstream_tensor_view_t *view) {
-    return guard(model, [&] {
+    return guard_model(model, "onnxstream_model_get_output_by_name", Access::Read, [&] {
         REQUIRE_ARG(model, "onnxstream_model_get_output_by_name: model is NULL");
         REQUIRE_ARG(name, "onnxstream_model_get_output_by_name: name is NULL");
         REQUIRE_ARG(view, "onnxstream_model_get_output_by_name: view is NULL");
@@ -334,7 +345,7 @@ onnxstream_status_t onnxstream_model_get_output_by_name(onnxstream_model_t *mode
 
 onnxstream_status_t onnxstream_model_memory_stats(onnxstream_model_t *model, onnxstream_memory_stats_t *stats,
                                                   int reset_peak) {
-    return guard(model, [&] {
+    return guard_model(model, "onnxstream_model_memory_stats", Access::Read, [&] {
         REQUIRE_ARG(model, "onnxstream_model_memory_stats: model is NULL");
         REQUIRE_ARG(stats, "onnxstream_model_memory_stats: stats is NULL");
         REQUIRE_ARG(stats->struct_size != 0, "onnxstream_model_memory_stats: stats->struct_size is 0");
@@ -348,7 +359,7 @@ onnxstream_status_t onnxstream_model_memory_stats(onnxstream_model_t *model, onn
 }
 
 onnxstream_status_t onnxstream_model_run_stats(onnxstream_model_t *model, onnxstream_run_stats_t *stats) {
-    return guard(model, [&] {
+    return guard_model(model, "onnxstream_model_run_stats", Access::Read, [&] {
         REQUIRE_ARG(model, "onnxstream_model_run_stats: model is NULL");
         REQUIRE_ARG(stats, "onnxstream_model_run_stats: stats is NULL");
         REQUIRE_ARG(stats->struct_size != 0, "onnxstream_model_run_stats: stats->struct_size is 0");

@@ -5,6 +5,8 @@
 #include <exception>
 #include <new>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "capi/handles.h"
 #include "util/error.h"
@@ -34,6 +36,43 @@ template <typename Body> onnxstream_status_t guard(onnxstream_model_t *model, Bo
     } catch (...) {
         return record(model, ONNXSTREAM_ERR_INTERNAL, "internal error: unknown exception");
     }
+}
+
+// What a call does to its model, for calls made from a callback of the model's own run (same thread):
+// reading is safe then, changing the model under the running op is not.
+enum class Access { Read, Write };
+
+// guard() plus the one-thread-at-a-time rule: the calling thread claims the model for the call. A call
+// from another thread while it is claimed fails with BAD_STATE, recorded in that thread's last error only
+// (the model's last_error belongs to the thread using the model). A NULL model goes straight to body,
+// whose argument checks report it.
+template <typename Body>
+onnxstream_status_t guard_model(onnxstream_model_t *model, const char *fn, Access access, Body &&body) noexcept {
+    if (!model) return guard(model, std::forward<Body>(body));
+    const std::thread::id me = std::this_thread::get_id();
+    std::thread::id owner{};
+    if (model->user.compare_exchange_strong(owner, me)) {
+        model->user_call.store(fn);
+        onnxstream_status_t status = guard(model, std::forward<Body>(body));
+        model->user_call.store(nullptr);
+        model->user.store(std::thread::id());
+        return status;
+    }
+    if (owner == me) {
+        if (access == Access::Read) return guard(model, std::forward<Body>(body));
+        const char *inside = model->user_call.load();
+        return record(model, ONNXSTREAM_ERR_BAD_STATE,
+                      std::string(fn) + ": called from a callback during " + (inside ? inside : "a call") +
+                          " on this model; only reading calls are allowed there");
+    }
+    const char *inside = model->user_call.load();
+    if (inside && std::string(inside) == "onnxstream_model_run")
+        return record(nullptr, ONNXSTREAM_ERR_BAD_STATE,
+                      std::string(fn) + ": another thread is running this model (a model handle is used by one "
+                                        "thread at a time)");
+    return record(nullptr, ONNXSTREAM_ERR_BAD_STATE,
+                  std::string(fn) + ": another thread is using this model (in " + (inside ? inside : "a call") +
+                      "; a model handle is used by one thread at a time)");
 }
 
 } // namespace onnxstream::capi

@@ -84,6 +84,20 @@ Tensor convert_layout(const Tensor &t, bool to_nhwc, const Allocator &alloc, pth
     return out;
 }
 
+// The allocator does not know which op or weight it allocates for: out-of-memory errors (max_bytes, an
+// injected fault, a failed mmap) get the op's location and `what` in front, once.
+template <typename F> auto naming_oom(const Node *node, const char *what, const std::string &detail, F &&f)
+    -> decltype(f()) {
+    try {
+        return f();
+    } catch (const Error &e) {
+        if (!node || e.status() != ONNXSTREAM_ERR_OUT_OF_MEMORY ||
+            std::strncmp(e.what(), node->where.c_str(), node->where.size()) == 0)
+            throw;
+        throw Error(e.status(), cat(node->where, ": ", what, detail, e.what()));
+    }
+}
+
 // Ends the provider's run however execute() exits.
 struct RunScope {
     WeightsProvider &provider;
@@ -108,11 +122,14 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
     std::vector<Tensor> live(graph.values().size());
     // A value's copy in the other layout, made once for the consumers that need it (layout plan).
     std::vector<Tensor> other(graph.values().size());
+    const Node *current = nullptr; // the op being run, for out-of-memory messages
     auto in_layout = [&](int v, bool nhwc) -> const Tensor & {
         const Tensor &t = live[static_cast<size_t>(v)];
         if ((t.layout() == Layout::NHWC) == nhwc) return t;
         Tensor &o = other[static_cast<size_t>(v)];
-        if (o.empty()) o = convert_layout(t, nhwc, alloc, pool, stats.layout_transposes);
+        if (o.empty())
+            o = naming_oom(current, "layout copy of '", graph.values()[static_cast<size_t>(v)].name + "': ",
+                           [&] { return convert_layout(t, nhwc, alloc, pool, stats.layout_transposes); });
         return o;
     };
     for (size_t i = 0; i < graph.inputs().size(); ++i) live[static_cast<size_t>(graph.inputs()[i])] = inputs.at(i);
@@ -129,6 +146,7 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
                 fetch_order.push_back(node.inputs[k].weight);
     RunScope scope(provider, fetch_order, alloc);
     for (const Node &node : nodes) {
+        current = &node;
         auto start = Clock::now();
         std::vector<Tensor> weights; // alive for the duration of this op only
         std::vector<Tensor> views;   // inputs as a layout-independent op sees them (NodeLayout::follow)
@@ -175,9 +193,11 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
                 streamed[k] = std::make_unique<ProviderRows>(provider, in.weight, alloc);
             } else if (in.kind == NodeInput::Weight) {
                 auto fetch_start = Clock::now();
-                Tensor w = provider.fetch(in.weight, alloc);
+                const std::string about = in.weight.file + "': ";
+                Tensor w = naming_oom(&node, "weight '", about, [&] { return provider.fetch(in.weight, alloc); });
                 stats.weight_wait_us += us_since(fetch_start);
-                if (!w.storage()->padded() && !node.def->reads_weights_exactly) w = padded_copy(w, alloc);
+                if (!w.storage()->padded() && !node.def->reads_weights_exactly)
+                    w = naming_oom(&node, "padded copy of weight '", about, [&] { return padded_copy(w, alloc); });
                 if (follow && !layout->in_shape[k].empty()) w = w.reshaped(layout->in_shape[k]);
                 weights.push_back(std::move(w));
                 in_ptrs.push_back(&weights.back());
@@ -200,7 +220,7 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
         if (layout && node.def->nhwc != NhwcIo::None) ctx.set_output_nhwc(layout->out_nhwc);
         for (size_t k = 0; k < streamed.size(); ++k)
             if (streamed[k]) ctx.set_streamed(k, streamed[k].get());
-        node.def->run(ctx);
+        naming_oom(&node, "", "", [&] { node.def->run(ctx); });
         weights.clear();
 
         for (size_t k = 0; k < node.outputs.size(); ++k) {
@@ -232,6 +252,7 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
                 fail(ONNXSTREAM_ERR_CANCELLED, "run cancelled by the progress callback after ", node.where);
         }
     }
+    current = nullptr;
     stats.run_us = us_since(run_start);
     std::vector<Tensor> outputs;
     // Users always get NCHW (the plan never leaves an output NHWC; this keeps it so whatever an op did).

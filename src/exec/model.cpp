@@ -36,6 +36,7 @@ constexpr size_t kMaxInferenceConstantBytes = 1 << 20;
 Model::Model(const ModelOptions &options)
     : options_(options), pool_(options.threads), provider_(make_builtin_provider(options)),
       keep_prepared_(options.provider == ONNXSTREAM_PROVIDER_RAM) {
+    alloc_.set_limit(options.max_bytes);
     init_kernels();
 }
 
@@ -150,7 +151,14 @@ void Model::push_input(const std::string &name, DType dtype, const Shape &shape,
     if (bytes != expected)
         fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "input '", v.name, "': byte_size is ", bytes, " but ", dtype_name(dtype),
              " ", shape_str(shape), " needs ", expected);
-    Tensor t = make_tensor(alloc_, dtype, shape);
+    Tensor t;
+    try {
+        t = make_tensor(alloc_, dtype, shape);
+    } catch (const Error &e) {
+        if (e.status() != ONNXSTREAM_ERR_OUT_OF_MEMORY) throw;
+        // The previous tensor of this input stays pushed (and counted) until the new one is in place.
+        throw Error(e.status(), cat("input '", v.name, "': ", e.what()));
+    }
     if (bytes) std::memcpy(t.raw(), data, bytes);
     inputs_[static_cast<size_t>(i)] = std::move(t);
 }

@@ -25,6 +25,7 @@ struct ModelOptions {
     uint64_t mapping_cache_bytes = 0; // process-wide budget set when a run starts
     RunOptions run; // memory/speed choices handed to ops
     std::string cache_path; // persistent prepared-weights cache ("" = none)
+    uint64_t max_bytes = 0; // limit of the tracked allocator (0 = none)
 };
 
 using LogFn = std::function<void(onnxstream_log_level_t, const std::string &)>;

@@ -31,6 +31,19 @@ void InferContext::require_dtype(size_t i, std::initializer_list<DType> allowed)
          ", supported: ", names);
 }
 
+namespace {
+// Out-of-memory messages say which output the allocation was for (the executor adds the op's location).
+Tensor alloc_named(const Allocator &alloc, const NodeView &node, size_t i, DType dtype, const Shape &shape) {
+    try {
+        return make_tensor(alloc, dtype, shape);
+    } catch (const Error &e) {
+        if (e.status() != ONNXSTREAM_ERR_OUT_OF_MEMORY) throw;
+        throw Error(e.status(), cat(node.where, ": output ", i, " (", dtype_name(dtype), " ", shape_str(shape), "): ",
+                                    e.what()));
+    }
+}
+} // namespace
+
 Tensor &RunContext::alloc_output(size_t i) {
     const TensorInfo &info = out_infos_.at(i);
     for (size_t k = 0; i == 0 && k < reusable_.size(); ++k) {
@@ -42,14 +55,14 @@ Tensor &RunContext::alloc_output(size_t i) {
             return outputs_[0];
         }
     }
-    outputs_.at(i) = make_tensor(alloc_, info.dtype, info.shape);
+    outputs_.at(i) = alloc_named(alloc_, node, i, info.dtype, info.shape);
     outputs_[i].storage()->mark_activation();
     outputs_[i].set_quant(info.quant);
     return outputs_[i];
 }
 
 Tensor &RunContext::alloc_output(size_t i, DType dtype, const Shape &shape) {
-    outputs_.at(i) = make_tensor(alloc_, dtype, shape);
+    outputs_.at(i) = alloc_named(alloc_, node, i, dtype, shape);
     outputs_[i].storage()->mark_activation();
     return outputs_[i];
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 namespace onnxstream {
 
@@ -18,6 +19,9 @@ constexpr size_t kTensorAlignment = 64;
 struct MemoryCounter {
     std::atomic<uint64_t> current{0};
     std::atomic<uint64_t> peak{0};
+    std::atomic<uint64_t> limit{0}; // max_bytes; 0 = none
+    // Counts bytes unless that would take current above a nonzero limit: then counts nothing and throws
+    // Error(OUT_OF_MEMORY) naming the request, the bytes in use and the limit.
     void add(uint64_t bytes);
     void sub(uint64_t bytes) { current.fetch_sub(bytes); }
     void reset_peak() { peak.store(current.load()); }
@@ -55,11 +59,16 @@ private:
 class Allocator {
 public:
     Allocator() : counter_(std::make_shared<MemoryCounter>()) {}
-    // Aligned, padded, tracked. Throws Error(OUT_OF_MEMORY) on failure. Contents are uninitialised.
+    // Aligned, padded, tracked. Throws Error(OUT_OF_MEMORY) on failure, when the tracked bytes would pass
+    // the limit, or when testing::AllocationFaults says so. Contents are uninitialised.
     std::shared_ptr<Storage> allocate(size_t bytes) const;
     uint64_t current_bytes() const { return counter_->current.load(); }
     uint64_t peak_bytes() const { return counter_->peak.load(); }
     void reset_peak() { counter_->reset_peak(); }
+    // The model's max_bytes: allocations that would take current_bytes() above it fail (0 = no limit).
+    // Lowering it below current_bytes() frees nothing; it only refuses the next allocations.
+    void set_limit(uint64_t bytes) { counter_->limit.store(bytes); }
+    uint64_t limit() const { return counter_->limit.load(); }
 
 private:
     std::shared_ptr<MemoryCounter> counter_;
@@ -67,5 +76,22 @@ private:
 
 // Wrap memory that the engine does not own (zero-copy weights).
 std::shared_ptr<Storage> borrow_storage(const void *data, size_t bytes, std::function<void()> release);
+
+// "4.0 MiB" / "512 B": sizes in allocation failure messages.
+std::string format_bytes(uint64_t bytes);
+
+namespace testing {
+// Test-only fault injection (not in the public API): process-wide, over every Allocator::allocate call on
+// any thread (ops, weights providers, the prefetch thread). Tests count the allocations of one run, then
+// fail the k-th one of a later run for every k.
+struct AllocationFaults {
+    // The k-th allocation from now (1 = the next) throws Error(OUT_OF_MEMORY); 0 disarms.
+    static void fail_nth(uint64_t k);
+    // Allocate calls since the process started (successful or not).
+    static uint64_t allocations();
+    // Faults injected so far.
+    static uint64_t injected();
+};
+} // namespace testing
 
 } // namespace onnxstream

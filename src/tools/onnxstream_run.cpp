@@ -3,6 +3,8 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,9 +28,11 @@ const char *kUsage =
     "                      [--memory-mode min|balanced|max-speed] [--provider nocache|prefetch|mmap|ram]\n"
     "                      [--attention auto|full|sliced|flash] [--attention-slices N] [--chunk-mb N]\n"
     "                      [--cache PATH] [--runs N] [--nchw-only] [--ops-printf] [--json] [--range-data FILE]\n"
-    "                      [--calibrate OUT/range_data.txt]\n"
+    "                      [--calibrate OUT/range_data.txt] [--max-bytes N[K|M|G]]\n"
     "  --memory-mode  min: smallest working set; balanced (default); max-speed: keep prepared weights in RAM\n"
     "  --chunk-mb     stream weights bigger than N MiB in chunks (0: never; default from the memory mode)\n"
+    "  --max-bytes    budget of tracked tensor memory (K/M/G = KiB/MiB/GiB); a run over it fails with\n"
+    "                 ONNXSTREAM_ERR_OUT_OF_MEMORY instead of being killed by the OS (default: no limit)\n"
     "  --cache        persistent prepared-weights cache file (built on the first run, shared afterwards)\n"
     "  --nchw-only    keep every activation NCHW (no channels-last plan between convolutions)\n"
     "  --range-data   activation ranges for static W8A8 (default: range_data.txt in the model folder, if any)\n"
@@ -47,6 +51,7 @@ struct Args {
     int attention = ONNXSTREAM_ATTENTION_AUTO;
     int attention_slices = 0;
     long long chunk_mb = -1;
+    uint64_t max_bytes = 0;
     std::string cache, range_data, calibrate;
     int runs = 1;
     bool ops_printf = false;
@@ -64,6 +69,23 @@ int parse_count(const std::string &flag, const std::string &text, int min) {
     long v = std::strtol(text.c_str(), &end, 10);
     if (text.empty() || *end || v < min || v > 100000) die(flag + " expects an integer >= " + std::to_string(min) + ", got '" + text + "'");
     return static_cast<int>(v);
+}
+
+// "1500000", "512K", "16M", "2G" (binary units).
+uint64_t parse_bytes(const std::string &flag, const std::string &text) {
+    char *end = nullptr;
+    errno = 0;
+    unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+    int shift = 0;
+    if (end && *end) {
+        char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(*end)));
+        shift = unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : -1;
+        ++end;
+    }
+    if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) || errno || shift < 0 || *end ||
+        (shift && v > (UINT64_MAX >> shift)))
+        die(flag + " expects a byte count like 1048576, 512K, 16M or 2G, got '" + text + "'");
+    return static_cast<uint64_t>(v) << shift;
 }
 
 Args parse_args(int argc, char **argv) {
@@ -114,6 +136,8 @@ Args parse_args(int argc, char **argv) {
             a.attention_slices = parse_count(arg, value(), 1);
         } else if (arg == "--chunk-mb") {
             a.chunk_mb = parse_count(arg, value(), 0);
+        } else if (arg == "--max-bytes") {
+            a.max_bytes = parse_bytes(arg, value());
         } else if (arg == "--cache") {
             a.cache = value();
             if (a.cache.empty()) die("--cache expects a file path");
@@ -207,6 +231,7 @@ int main(int argc, char **argv) {
     options.attention_slices = args.attention_slices;
     if (args.chunk_mb == 0) options.weight_chunk_bytes = UINT64_MAX;
     else if (args.chunk_mb > 0) options.weight_chunk_bytes = static_cast<uint64_t>(args.chunk_mb) << 20;
+    options.max_bytes = args.max_bytes;
     if (!args.cache.empty()) options.cache_path = args.cache.c_str();
     if (args.nchw_only) options.flags |= ONNXSTREAM_FLAG_NCHW_ONLY;
     onnxstream_model_t *model = nullptr;

@@ -46,6 +46,10 @@ public:
             void *token = nullptr;
             onnxstream_status_t s = vt_.acquire(user_data_, &r.req, &data, &token);
             check(s, r, spec, "acquire");
+            if (r.produced != spec.byte_size()) {
+                if (vt_.release) vt_.release(user_data_, token);
+                short_data(r, spec, "acquire");
+            }
             if (!data && spec.byte_size() > 0) {
                 if (vt_.release) vt_.release(user_data_, token);
                 fail(ONNXSTREAM_ERR_CALLBACK, "weights provider acquire returned OK but a NULL pointer for '",
@@ -58,6 +62,7 @@ public:
         } else {
             t = make_tensor(alloc, spec.dtype, spec.shape);
             check(vt_.read(user_data_, &r.req, t.raw()), r, spec, "read");
+            if (r.produced != spec.byte_size()) short_data(r, spec, "read");
         }
         read_us_ += static_cast<uint64_t>(
             std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
@@ -79,10 +84,21 @@ private:
             message[0] = '\0';
             req.error_message = message;
             req.error_message_capacity = sizeof(message);
+            produced = spec.byte_size();
+            req.bytes_produced = &produced;
         }
+        // Not copyable: req points into the object.
+        Request(const Request &) = delete;
+        Request &operator=(const Request &) = delete;
         onnxstream_weight_request_t req;
         char message[512];
+        size_t produced;
     };
+
+    [[noreturn]] void short_data(const Request &r, const WeightSpec &spec, const char *what) {
+        fail(ONNXSTREAM_ERR_CALLBACK, "weights provider ", what, " returned OK but produced ", r.produced,
+             " bytes for '", spec.file, "' (expected ", spec.byte_size(), ")");
+    }
 
     void check(onnxstream_status_t s, Request &r, const WeightSpec &spec, const char *what) {
         if (s == ONNXSTREAM_OK) return;

@@ -27,6 +27,7 @@ int main(void) {
     FIELD(onnxstream_model_options_t, reserved0);
     FIELD(onnxstream_model_options_t, weight_chunk_bytes);
     FIELD(onnxstream_model_options_t, cache_path);
+    FIELD(onnxstream_model_options_t, max_bytes);
 
     SIZE(onnxstream_weight_request_t);
     FIELD(onnxstream_weight_request_t, struct_size);
@@ -37,6 +38,7 @@ int main(void) {
     FIELD(onnxstream_weight_request_t, byte_size);
     FIELD(onnxstream_weight_request_t, error_message);
     FIELD(onnxstream_weight_request_t, error_message_capacity);
+    FIELD(onnxstream_weight_request_t, bytes_produced);
 
     SIZE(onnxstream_weights_provider_t);
     FIELD(onnxstream_weights_provider_t, struct_size);

@@ -125,6 +125,14 @@ impl ModelOptions {
         self
     }
 
+    /// Memory budget of the model's tracked tensor memory in bytes; `None` = no limit (the default).
+    /// A run that would pass it fails with [`Error`](crate::Error) status `OutOfMemory`; the model stays
+    /// usable. What counts is documented at `max_bytes` in include/onnxstream.h.
+    pub fn max_bytes(mut self, bytes: Option<u64>) -> ModelOptions {
+        self.raw.max_bytes = bytes.unwrap_or(0);
+        self
+    }
+
     /// Persistent prepared-weights cache file (built on the first run, memory-mapped afterwards).
     /// A path with an interior NUL byte makes [`Model::new`](crate::Model::new) fail with
     /// `InvalidArgument`.

@@ -9,7 +9,7 @@ pub type onnxstream_status_t = c_int;
 pub type onnxstream_dtype_t = c_int;
 pub type onnxstream_log_level_t = c_int;
 
-pub const ONNXSTREAM_VERSION: u32 = 300;
+pub const ONNXSTREAM_VERSION: u32 = 400;
 
 pub const ONNXSTREAM_OK: onnxstream_status_t = 0;
 pub const ONNXSTREAM_ERR_INVALID_ARGUMENT: onnxstream_status_t = 1;
@@ -70,6 +70,7 @@ pub struct onnxstream_model_options_t {
     pub reserved0: i32,
     pub weight_chunk_bytes: u64,
     pub cache_path: *const c_char,
+    pub max_bytes: u64,
 }
 
 #[repr(C)]
@@ -82,6 +83,7 @@ pub struct onnxstream_weight_request_t {
     pub byte_size: usize,
     pub error_message: *mut c_char,
     pub error_message_capacity: usize,
+    pub bytes_produced: *mut usize,
 }
 
 pub type read_fn =
@@ -291,7 +293,8 @@ mod layout_tests {
                 attention_slices,
                 reserved0,
                 weight_chunk_bytes,
-                cache_path
+                cache_path,
+                max_bytes
             }
         );
         rust_struct!(
@@ -304,7 +307,8 @@ mod layout_tests {
                 shape,
                 byte_size,
                 error_message,
-                error_message_capacity
+                error_message_capacity,
+                bytes_produced
             }
         );
         rust_struct!(

@@ -26,8 +26,8 @@ fn y(model: &Model) -> Vec<f32> {
 
 #[test]
 fn version_matches() {
-    assert_eq!(onnxstream::version(), (0, 3, 0));
-    assert_eq!(onnxstream::version_string(), "0.3.0");
+    assert_eq!(onnxstream::version(), (0, 4, 0));
+    assert_eq!(onnxstream::version_string(), "0.4.0");
 }
 
 #[test]
@@ -396,4 +396,24 @@ fn builtin_providers_read_files() {
         assert_eq!(y(&model), Y.to_vec(), "{:?}", provider);
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn max_bytes_budget_gives_out_of_memory_and_a_bigger_one_runs() {
+    let counters = Counters::default();
+    // 16 bytes: the pushed input (1x4 f32) fits exactly, the first weight or activation does not.
+    let mut model = Model::new(&ModelOptions::new().threads(1).max_bytes(Some(16))).unwrap();
+    model.set_weights_provider(MapProvider::new(tiny_weights(), &counters)).unwrap();
+    model.load_str(TINY_MODEL, None).unwrap();
+    model.push("x", &[1, 4], &X).unwrap();
+    let e = model.run().unwrap_err();
+    assert_eq!(e.status(), Status::OutOfMemory);
+    assert!(e.message().contains("max_bytes"), "{}", e.message());
+    // A second model with no budget runs the same graph correctly.
+    let mut roomy = Model::new(&ModelOptions::new().threads(1).max_bytes(None)).unwrap();
+    roomy.set_weights_provider(MapProvider::new(tiny_weights(), &counters)).unwrap();
+    roomy.load_str(TINY_MODEL, None).unwrap();
+    roomy.push("x", &[1, 4], &X).unwrap();
+    roomy.run().unwrap();
+    assert_eq!(y(&roomy), Y.to_vec());
 }
