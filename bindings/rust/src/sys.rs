@@ -70,6 +70,7 @@ pub struct onnxstream_model_options_t {
     pub reserved0: i32,
     pub weight_chunk_bytes: u64,
     pub cache_path: *const c_char,
+    pub arithmetic: i32,
 }
 
 #[repr(C)]
@@ -147,6 +148,9 @@ pub struct onnxstream_run_stats_t {
     pub weight_read_us: u64,
     pub weight_wait_us: u64,
     pub layout_transposes: u64,
+    pub fp16_ops: u64,
+    pub fp16_fallbacks: u64,
+    pub arithmetic: i32,
 }
 
 extern "C" {
@@ -291,7 +295,8 @@ mod layout_tests {
                 attention_slices,
                 reserved0,
                 weight_chunk_bytes,
-                cache_path
+                cache_path,
+                arithmetic
             }
         );
         rust_struct!(
@@ -337,7 +342,10 @@ mod layout_tests {
                 weight_bytes_read,
                 weight_read_us,
                 weight_wait_us,
-                layout_transposes
+                layout_transposes,
+                fp16_ops,
+                fp16_fallbacks,
+                arithmetic
             }
         );
         rust_consts!(
