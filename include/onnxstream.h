@@ -114,6 +114,20 @@ typedef enum onnxstream_attention {
     ONNXSTREAM_ATTENTION_FLASH = 3   /**< online softmax over key blocks, bounded score tiles */
 } onnxstream_attention_t;
 
+/**
+ * Arithmetic of float16 models (since 0.4). float16 tensors are always stored as float16; this chooses how
+ * Conv and MatMul/Gemm with a weight compute on float16 activations. Other ops always compute in float32.
+ */
+typedef enum onnxstream_arithmetic {
+    /** Default: FP16 when the CPU has native float16 arithmetic (ARMv8.2 FP16, per cpuinfo) and the model
+        has float16 weights; otherwise FP32. x86 is always FP32 (F16C only converts). */
+    ONNXSTREAM_ARITHMETIC_AUTO = 0,
+    ONNXSTREAM_ARITHMETIC_FP32 = 1, /**< widen float16 to float32, compute, narrow the result */
+    /** XNNPACK's float16 kernels, no widening copies. On a CPU where XNNPACK has none, each op computes in
+        float32 instead (logged once as a warning); never an error. */
+    ONNXSTREAM_ARITHMETIC_FP16 = 2
+} onnxstream_arithmetic_t;
+
 typedef struct onnxstream_model onnxstream_model_t;
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -173,6 +187,7 @@ typedef struct onnxstream_model_options {
         workspaces: XNNPACK has one process-wide allocator, not one per model) and small bookkeeping
         (graph, plan, std containers). Change it later with onnxstream_model_set_max_bytes. */
     uint64_t max_bytes;
+    int32_t arithmetic; /**< an onnxstream_arithmetic_t; default ONNXSTREAM_ARITHMETIC_AUTO */
 } onnxstream_model_options_t;
 
 /** Fill *options with defaults and struct_size. Safe to call with NULL (does nothing). */
@@ -447,6 +462,10 @@ typedef struct onnxstream_run_stats {
     uint64_t weight_wait_us;      /**< time the run waited for weights; read_us - wait_us was hidden */
     /* Since 0.3: */
     uint64_t layout_transposes;   /**< NCHW <-> NHWC activation transposes done (in ops and at layout boundaries) */
+    /* Since 0.4: */
+    uint64_t fp16_ops;            /**< ops that computed in float16 arithmetic */
+    uint64_t fp16_fallbacks;      /**< ops that were to compute in float16 but ran in float32 (no f16 kernels) */
+    int32_t arithmetic;           /**< the model's resolved arithmetic: ONNXSTREAM_ARITHMETIC_FP32 or _FP16 */
 } onnxstream_run_stats_t;
 
 /** Read the figures of the last successful run (zeros before one). */

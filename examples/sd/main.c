@@ -17,6 +17,7 @@ static const char *usage =
     "          [--save-latents FILE] [--decode-latents FILE] [--decoder-fp16] [--decoder-qu8]\n"
     "          [--decoder-calibrate] [--threads N]\n"
     "          [--memory-mode min|balanced|max-speed] [--attention auto|full|sliced|flash]\n"
+    "          [--arithmetic auto|fp32|fp16]\n"
     "          [--tiled-decode] [--tile-overlap N] [--rpi] [--rpi-lowmem] [--ops-printf]\n"
     "          [--tokenizer PATH] [--print-tokens] [--help]\n"
     "  --models-path      folder with text_encoder_fp32/, unet_fp16/ (or unet_fp32/), vae_decoder_fp32/\n"
@@ -28,6 +29,8 @@ static const char *usage =
     "  --decoder-calibrate  decode with vae_decoder_qu8/ in float while recording activation ranges, then\n"
     "                     write its range_data.txt (run on a few prompts' latents with --decode-latents)\n"
     "  --memory-mode      min (smallest working set), balanced (default) or max-speed (everything in RAM)\n"
+    "  --arithmetic       how fp16 models compute: auto (default: fp16 only on CPUs with native float16\n"
+    "                     arithmetic, e.g. ARMv8.2), fp32, or fp16 (float32 where the CPU has no f16 kernels)\n"
     "  --tiled-decode     decode the latent in overlapping tiles with <decoder>_l32/ or _l16/ (the decoder\n"
     "                     converted for 32x32 or 16x16 latents); --tile-overlap sets the shared latent\n"
     "                     cells (default 8, at most a quarter of the tile)\n"
@@ -116,6 +119,11 @@ int main(int argc, char **argv) {
             else if (!strcmp(v, "balanced")) o.memory_mode = ONNXSTREAM_MEMORY_BALANCED;
             else if (!strcmp(v, "max-speed")) o.memory_mode = ONNXSTREAM_MEMORY_MAX_SPEED;
             else return die("--memory-mode expects min, balanced or max-speed");
+        } else if (!strcmp(a, "--arithmetic")) {
+            if (!strcmp(v, "auto")) o.arithmetic = ONNXSTREAM_ARITHMETIC_AUTO;
+            else if (!strcmp(v, "fp32")) o.arithmetic = ONNXSTREAM_ARITHMETIC_FP32;
+            else if (!strcmp(v, "fp16")) o.arithmetic = ONNXSTREAM_ARITHMETIC_FP16;
+            else return die("--arithmetic expects auto, fp32 or fp16");
         } else if (!strcmp(a, "--attention")) {
             if (!strcmp(v, "auto")) o.attention = ONNXSTREAM_ATTENTION_AUTO;
             else if (!strcmp(v, "full")) o.attention = ONNXSTREAM_ATTENTION_FULL;

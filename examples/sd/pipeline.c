@@ -45,6 +45,7 @@ void sd_pipeline_options_init(sd_pipeline_options_t *o) {
     o->provider = ONNXSTREAM_PROVIDER_AUTO;
     o->memory_mode = ONNXSTREAM_MEMORY_BALANCED;
     o->attention = ONNXSTREAM_ATTENTION_AUTO;
+    o->arithmetic = ONNXSTREAM_ARITHMETIC_AUTO;
     o->tiled_decode = SD_TILED_AUTO;
     o->tile_overlap = 8;
 }
@@ -65,6 +66,7 @@ static onnxstream_status_t open_model(const sd_pipeline_options_t *o, const char
     mo.provider = o->provider;
     mo.memory_mode = o->memory_mode;
     mo.attention = o->attention;
+    mo.arithmetic = o->arithmetic;
     onnxstream_model_t *m = NULL;
     onnxstream_status_t s = onnxstream_model_create(&mo, &m);
     if (s != ONNXSTREAM_OK) return fail(err, err_size, s, "%s: %s", what, onnxstream_last_error());

@@ -46,6 +46,7 @@ typedef struct sd_pipeline_options {
     int provider;                 /* an onnxstream_provider_kind_t (default AUTO: the memory mode's) */
     int memory_mode;              /* an onnxstream_memory_mode_t for all three models */
     int attention;                /* an onnxstream_attention_t */
+    int arithmetic;               /* an onnxstream_arithmetic_t for all three models (default AUTO) */
     int decoder_fp16;             /* use vae_decoder_fp16/ */
     int decoder_qu8;              /* use vae_decoder_qu8/ (W8A8) */
     int decoder_calibrate;        /* decode with vae_decoder_qu8/ in float while recording activation ranges,

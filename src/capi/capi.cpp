@@ -99,6 +99,7 @@ void onnxstream_model_options_init(onnxstream_model_options_t *options) {
     options->weight_chunk_bytes = 0;
     options->cache_path = nullptr;
     options->max_bytes = 0;
+    options->arithmetic = ONNXSTREAM_ARITHMETIC_AUTO;
 }
 
 onnxstream_status_t onnxstream_model_create(const onnxstream_model_options_t *options, onnxstream_model_t **out) {
@@ -127,6 +128,8 @@ onnxstream_status_t onnxstream_model_create(const onnxstream_model_options_t *op
         REQUIRE_ARG(o.attention_slices >= 0 && o.attention_slices <= 65536, "onnxstream_model_create: attention_slices is ",
                     o.attention_slices, " (expected 0..65536)");
         REQUIRE_ARG(o.reserved0 == 0, "onnxstream_model_create: reserved0 must be 0");
+        REQUIRE_ARG(o.arithmetic >= ONNXSTREAM_ARITHMETIC_AUTO && o.arithmetic <= ONNXSTREAM_ARITHMETIC_FP16,
+                    "onnxstream_model_create: unknown arithmetic ", o.arithmetic, " (expected 0 auto, 1 fp32, 2 fp16)");
         MemorySettings ms = memory_settings(
             static_cast<onnxstream_memory_mode_t>(o.memory_mode), static_cast<onnxstream_provider_kind_t>(o.provider),
             o.prefetch_bytes, static_cast<onnxstream_attention_t>(o.attention), o.attention_slices,
@@ -140,6 +143,7 @@ onnxstream_status_t onnxstream_model_create(const onnxstream_model_options_t *op
         mo.run.nhwc_layout = (o.flags & ONNXSTREAM_FLAG_NCHW_ONLY) == 0;
         if (o.cache_path) mo.cache_path = o.cache_path;
         mo.max_bytes = o.max_bytes;
+        mo.arithmetic = static_cast<onnxstream_arithmetic_t>(o.arithmetic);
         *out = new onnxstream_model(mo);
     });
 }
@@ -372,6 +376,9 @@ onnxstream_status_t onnxstream_model_run_stats(onnxstream_model_t *model, onnxst
         s.weight_read_us = last.read_us;
         s.weight_wait_us = last.exec.weight_wait_us;
         s.layout_transposes = last.exec.layout_transposes;
+        s.fp16_ops = last.exec.fp16_ops;
+        s.fp16_fallbacks = last.exec.fp16_fallbacks;
+        s.arithmetic = model->model.fp16_arithmetic() ? ONNXSTREAM_ARITHMETIC_FP16 : ONNXSTREAM_ARITHMETIC_FP32;
         std::memcpy(stats, &s, std::min<size_t>(stats->struct_size, sizeof(s)));
     });
 }

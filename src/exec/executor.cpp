@@ -217,6 +217,7 @@ std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vec
         RunContext ctx(view, std::move(in_ptrs), out_infos, alloc, pool, std::move(is_weight), state, &node_options);
         if (!reusable.empty()) ctx.set_reusable_inputs(std::move(reusable));
         ctx.set_transpose_counter(&stats.layout_transposes);
+        ctx.set_fp16_counters(&stats.fp16_ops, &stats.fp16_fallbacks);
         if (layout && node.def->nhwc != NhwcIo::None) ctx.set_output_nhwc(layout->out_nhwc);
         for (size_t k = 0; k < streamed.size(); ++k)
             if (streamed[k]) ctx.set_streamed(k, streamed[k].get());

@@ -23,6 +23,8 @@ struct RunStats {
     uint64_t weight_wait_us = 0; // time the executor waited for weights (not hidden by prefetch)
     // NCHW <-> NHWC activation transposes: inside ops (Conv on an NCHW tensor) and at layout-plan boundaries.
     uint64_t layout_transposes = 0;
+    // Ops computed in float16 arithmetic; ops that asked for it but fell back to float32 (no f16 kernels).
+    uint64_t fp16_ops = 0, fp16_fallbacks = 0;
 };
 
 // Return true to cancel the run.

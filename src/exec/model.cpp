@@ -112,8 +112,21 @@ void Model::load_string(const std::string &text, const std::string &weights_dir,
         }
     }
     inputs_.assign(graph_->inputs().size(), Tensor());
+    bool has_f16 = false;
+    for (const Node &node : graph_->nodes())
+        for (const NodeInput &in : node.inputs)
+            has_f16 = has_f16 || (in.kind == NodeInput::Weight && in.weight.dtype == DType::F16);
+    options_.run.fp16_arithmetic = resolve_fp16_arithmetic(options_.arithmetic, cpu_has_fp16_arithmetic(), has_f16);
+    log(ONNXSTREAM_LOG_INFO, cat("arithmetic: ", options_.run.fp16_arithmetic ? "fp16" : "fp32",
+                                 options_.arithmetic == ONNXSTREAM_ARITHMETIC_AUTO ? " (auto)" : ""));
     log(ONNXSTREAM_LOG_INFO, cat("loaded ", source, ": ", graph_->nodes().size(), " ops, ", graph_->inputs().size(),
                                  " inputs, ", graph_->outputs().size(), " outputs"));
+}
+
+bool resolve_fp16_arithmetic(onnxstream_arithmetic_t requested, bool cpu_fp16, bool model_has_f16) {
+    if (requested == ONNXSTREAM_ARITHMETIC_FP16) return true;
+    if (requested == ONNXSTREAM_ARITHMETIC_FP32) return false;
+    return cpu_fp16 && model_has_f16;
 }
 
 void Model::set_provider(std::unique_ptr<WeightsProvider> provider) {
@@ -199,6 +212,11 @@ void Model::run(const ProgressFn &progress) {
     stats.bytes_read = provider_->bytes_read() - bytes0;
     stats.read_us = provider_->read_us() - us0;
     last_run_ = stats;
+    if (stats.exec.fp16_fallbacks > 0 && !fp16_fallback_logged_) {
+        fp16_fallback_logged_ = true;
+        log(ONNXSTREAM_LOG_WARNING, cat("fp16 arithmetic: XNNPACK has no float16 kernels for this CPU; ",
+                                        stats.exec.fp16_fallbacks, " ops computed in float32 instead"));
+    }
     log(ONNXSTREAM_LOG_INFO, cat("run: ", stats.exec.run_us / 1000.0, " ms, weights ", stats.bytes_read, " bytes read in ",
                                  stats.read_us / 1000.0, " ms, waited ", stats.exec.weight_wait_us / 1000.0, " ms"));
 }

@@ -26,7 +26,12 @@ struct ModelOptions {
     RunOptions run; // memory/speed choices handed to ops
     std::string cache_path; // persistent prepared-weights cache ("" = none)
     uint64_t max_bytes = 0; // limit of the tracked allocator (0 = none)
+    onnxstream_arithmetic_t arithmetic = ONNXSTREAM_ARITHMETIC_AUTO; // resolved into run.fp16_arithmetic at load
 };
+
+// The arithmetic AUTO / FP32 / FP16 resolves to: FP16 when forced, or for AUTO when the CPU computes
+// float16 natively and the model has float16 tensors.
+bool resolve_fp16_arithmetic(onnxstream_arithmetic_t requested, bool cpu_fp16, bool model_has_f16);
 
 using LogFn = std::function<void(onnxstream_log_level_t, const std::string &)>;
 
@@ -75,6 +80,8 @@ public:
     };
     const LastRun &last_run() const { return last_run_; }
     size_t threads() const { return pool_.threads(); }
+    // The resolved arithmetic (ModelOptions::arithmetic) of the loaded model.
+    bool fp16_arithmetic() const { return options_.run.fp16_arithmetic; }
     void set_log(LogFn fn, onnxstream_log_level_t min_level) {
         log_ = std::move(fn);
         log_level_ = min_level;
@@ -108,6 +115,7 @@ private:
     std::unique_ptr<RangeRecorder> recorder_;
     void apply_ranges(const std::string &source);
     LogFn log_;
+    bool fp16_fallback_logged_ = false;
     onnxstream_log_level_t log_level_ = ONNXSTREAM_LOG_WARNING;
 };
 

@@ -1,7 +1,7 @@
 // Conv and ConvTranspose (1-D and 2-D) on NCHW activations, computed by XNNPACK in NHWC: the input is
 // transposed to NHWC, the kernel runs, and the result is transposed back - unless the layout plan keeps
 // the input or output channels-last (Layout::NHWC), which is then read or written as is. float16
-// tensors are computed in float32.
+// tensors are computed in float32, or for Conv in float16 when the model's arithmetic is FP16.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -11,6 +11,7 @@
 #include "ops/layout.h"
 #include "ops/quantize.h"
 #include "ops/registry.h"
+#include "tensor/half.h"
 #include "util/strings.h"
 #include "xnnpack/conv.h"
 
@@ -179,6 +180,7 @@ void finish_output(const RunContext &ctx, Tensor &y, size_t n, size_t c, size_t 
 struct ConvState {
     const void *kernel_storage = nullptr, *bias_storage = nullptr;
     std::shared_ptr<xnn::Conv2dOperator> op;
+    std::shared_ptr<xnn::Conv2dF16Operator> op16; // float16 arithmetic
 };
 
 std::shared_ptr<xnn::Conv2dOperator> conv_operator(const RunContext &ctx, const xnn::Conv2dShape &s, const Tensor &w,
@@ -198,6 +200,126 @@ std::shared_ptr<xnn::Conv2dOperator> conv_operator(const RunContext &ctx, const 
         return state->op;
     }
     return std::make_shared<xnn::Conv2dOperator>(s, kernel, bias);
+}
+
+// float16 arithmetic (RunOptions::fp16_arithmetic) for a float16 input: activations stay float16 through
+// XNNPACK's f16 convolution (no float32 copies); float16 weights are used as they are, float32 ones (the
+// persistent cache widens float16 weights, onnxstream-convert keeps some float32) through
+// XNN_FLAG_FP32_STATIC_WEIGHTS. Streamed weights run chunk by chunk like the float32 path. Returns false
+// with nothing written when the op must compute in float32: 8-bit weights, or no f16 kernels on this CPU
+// (counted as a fallback; the model logs it once).
+bool conv_run_f16(RunContext &ctx, const xnn::Conv2dShape &s, size_t m, size_t out_hw, size_t ksize, Tensor &y) {
+    const Tensor &x = ctx.input(0), &w = ctx.input(1);
+    if (w.dtype() != DType::F16 && w.dtype() != DType::F32) return false;
+    const bool w32 = w.dtype() == DType::F32;
+    const DType wd = w.dtype();
+    const size_t esize = w32 ? sizeof(float) : sizeof(uint16_t);
+    const size_t n = s.batch, c = s.groups * s.group_in, in_hw = s.in_h * s.in_w;
+    // Kernel rows in OHWI, in the weight's dtype.
+    auto ohwi = [&](const Tensor &rows, Tensor &holder) -> const void * {
+        if (rows.layout() == Layout::OHWI || s.group_in == 1 || ksize == 1) return rows.raw();
+        holder = ctx.scratch(wd, rows.shape());
+        const size_t o = static_cast<size_t>(rows.dim(0));
+        if (w32)
+            transpose_batched(rows.data<float>(), holder.data<float>(), o, s.group_in, ksize, ctx.pool());
+        else
+            transpose_batched_u16(rows.data<uint16_t>(), holder.data<uint16_t>(), o, s.group_in, ksize, ctx.pool());
+        return holder.raw();
+    };
+    // XNNPACK takes kernel and bias in one dtype: a bias of the other one is converted (it is small).
+    Tensor b_holder;
+    const void *bias = nullptr;
+    if (ctx.has_input(2)) {
+        const Tensor &b = ctx.input(2);
+        bias = b.raw();
+        if (b.dtype() != wd) {
+            b_holder = ctx.scratch(wd, b.shape());
+            const size_t count = static_cast<size_t>(b.numel());
+            if (w32) half_to_float_n(b.data<uint16_t>(), b_holder.data<float>(), count);
+            else float_to_half_n(b.data<float>(), b_holder.data<uint16_t>(), count);
+            bias = b_holder.raw();
+        }
+    }
+    const char *bias_bytes = static_cast<const char *>(bias);
+
+    // Operators first: a CPU without f16 kernels is found out before anything is staged or written.
+    std::shared_ptr<xnn::Conv2dF16Operator> whole;
+    std::vector<std::unique_ptr<xnn::Conv2dF16Operator>> chunks;
+    std::vector<int64_t> chunk_begin;
+    if (!ctx.is_streamed(1)) {
+        std::shared_ptr<void> *slot = ctx.state();
+        const bool keep = slot && ctx.input_is_weight(1) && (!ctx.has_input(2) || ctx.input_is_weight(2));
+        auto state = keep ? std::static_pointer_cast<ConvState>(*slot) : nullptr;
+        const void *bias_storage = ctx.has_input(2) ? ctx.input(2).raw() : nullptr;
+        if (state && state->op16 && state->kernel_storage == w.raw() && state->bias_storage == bias_storage) {
+            whole = state->op16;
+        } else {
+            Tensor k_holder;
+            whole = xnn::Conv2dF16Operator::create(s, ohwi(w, k_holder), bias, w32);
+            if (whole && keep) {
+                state = std::make_shared<ConvState>();
+                state->kernel_storage = w.raw();
+                state->bias_storage = bias_storage;
+                state->op16 = whole;
+                *slot = state;
+            }
+        }
+    }
+    auto run_chunks = [&](const uint16_t *in, uint16_t *out) {
+        // Output-channel chunks, each writing its slice of every output pixel (grouped convolutions read
+        // their weight in one piece, as in the float32 path).
+        const int64_t rows = s.groups == 1 ? ctx.weight_chunk_rows(1, w32) : static_cast<int64_t>(m);
+        for (int64_t o0 = 0; o0 < static_cast<int64_t>(m); o0 += rows) {
+            const int64_t o1 = std::min<int64_t>(static_cast<int64_t>(m), o0 + rows);
+            Tensor chunk = ctx.read_weight_rows(1, o0, o1), k_holder;
+            xnn::Conv2dShape part = s;
+            part.group_out = static_cast<size_t>(o1 - o0) / s.groups;
+            part.output_pixel_stride = m;
+            auto op = xnn::Conv2dF16Operator::create(part, ohwi(chunk, k_holder),
+                                                     bias ? bias_bytes + static_cast<size_t>(o0) * esize : nullptr, w32);
+            if (!op) return false; // only the first chunk can get here: f16 support does not change mid-run
+            op->run(n, s.in_h, s.in_w, in, out + o0, ctx.pool());
+        }
+        return true;
+    };
+    if (!ctx.is_streamed(1) && !whole) {
+        ctx.count_fp16(false);
+        return false;
+    }
+
+    // NCHW float16 -> NHWC (readable past its end for XNNPACK).
+    Tensor in_holder, out_holder;
+    const bool in_same = c == 1 || in_hw == 1 || x.layout() == Layout::NHWC;
+    const uint16_t *in = x.data<uint16_t>();
+    if (!in_same || !x.storage()->padded()) {
+        in_holder = ctx.scratch(DType::F16, {static_cast<int64_t>(n * c * in_hw)});
+        if (in_same) {
+            std::memcpy(in_holder.raw(), x.raw(), x.byte_size());
+        } else {
+            transpose_batched_u16(in, in_holder.data<uint16_t>(), n, c, in_hw, ctx.pool());
+            ctx.count_transpose();
+        }
+        in = in_holder.data<uint16_t>();
+    }
+    if (ctx.output_nhwc(0)) y.set_layout(Layout::NHWC);
+    const bool out_same = m == 1 || out_hw == 1 || y.layout() == Layout::NHWC;
+    uint16_t *out = y.data<uint16_t>();
+    if (!out_same) {
+        out_holder = ctx.scratch(DType::F16, y.shape());
+        out = out_holder.data<uint16_t>();
+    }
+    if (whole) {
+        whole->run(n, s.in_h, s.in_w, in, out, ctx.pool());
+    } else if (!run_chunks(in, out)) {
+        ctx.count_fp16(false);
+        return false;
+    }
+    if (!out_same) {
+        transpose_batched_u16(out, y.data<uint16_t>(), n, out_hw, m, ctx.pool());
+        ctx.count_transpose();
+    }
+    ctx.count_fp16(true);
+    return true;
 }
 
 // Shared tail of Conv and ConvTranspose inference: check the optional bias, build the output shape.
@@ -237,12 +359,6 @@ void conv_run(RunContext &ctx) {
     const size_t group_in = c / static_cast<size_t>(g.group);
     const size_t ksize = static_cast<size_t>(shape_numel(g.kernel));
 
-    Tensor b_holder;
-    const float *bias = ctx.has_input(2) ? as_f32(ctx, ctx.input(2), b_holder) : nullptr;
-    Tensor in_holder, out_holder;
-    const float *in = input_nhwc(ctx, x, n, c, in_h * in_w, in_holder);
-    float *out = output_nhwc(ctx, y, m, out_hw, out_holder);
-
     xnn::Conv2dShape s;
     s.batch = n;
     s.in_h = in_h;
@@ -264,6 +380,13 @@ void conv_run(RunContext &ctx) {
     s.groups = u32(g.group);
     s.group_in = group_in;
     s.group_out = m / static_cast<size_t>(g.group);
+    if (ctx.options().fp16_arithmetic && x.dtype() == DType::F16 && conv_run_f16(ctx, s, m, out_hw, ksize, y)) return;
+
+    Tensor b_holder;
+    const float *bias = ctx.has_input(2) ? as_f32(ctx, ctx.input(2), b_holder) : nullptr;
+    Tensor in_holder, out_holder;
+    const float *in = input_nhwc(ctx, x, n, c, in_h * in_w, in_holder);
+    float *out = output_nhwc(ctx, y, m, out_hw, out_holder);
     // Kernel rows (output channels) in OHWI float32. OnnxStream's "_nhwc.bin" weights arrive that way;
     // run-time weights and 1-D kernels (OIW) are Plain and get transposed per output channel.
     auto kernel_f32 = [&](const Tensor &rows, int64_t first_row, Tensor &f32_holder, Tensor &ohwi_holder) {

@@ -117,6 +117,29 @@ void transpose_batched(const float *src, float *dst, size_t batch, size_t rows, 
     });
 }
 
+void transpose_batched_u16(const uint16_t *src, uint16_t *dst, size_t batch, size_t rows, size_t cols,
+                           pthreadpool_t pool) {
+    const size_t plane = rows * cols;
+    if (plane == 0 || batch == 0) return;
+    if (rows == 1 || cols == 1) {
+        if (src != dst) std::memcpy(dst, src, batch * plane * sizeof(uint16_t));
+        return;
+    }
+    constexpr size_t kBlock = 32;
+    const size_t tiles_r = (rows + kBlock - 1) / kBlock, tiles_c = (cols + kBlock - 1) / kBlock;
+    parallel_for(pool, batch * tiles_r * tiles_c, 16, [&](size_t begin, size_t end) {
+        for (size_t t = begin; t < end; ++t) {
+            const size_t b = t / (tiles_r * tiles_c), rem = t % (tiles_r * tiles_c);
+            const size_t r0 = (rem / tiles_c) * kBlock, c0 = (rem % tiles_c) * kBlock;
+            const size_t r1 = std::min(rows, r0 + kBlock), c1 = std::min(cols, c0 + kBlock);
+            const uint16_t *s = src + b * plane;
+            uint16_t *d = dst + b * plane;
+            for (size_t c = c0; c < c1; ++c)
+                for (size_t r = r0; r < r1; ++r) d[c * rows + r] = s[r * cols + c];
+        }
+    });
+}
+
 const float *as_f32(const RunContext &ctx, const Tensor &t, Tensor &holder) {
     if (t.dtype() == DType::F32) return t.data<float>();
     holder = ctx.scratch(DType::F32, t.shape());

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "ops/op.h"
 
@@ -12,6 +13,10 @@ namespace onnxstream {
 // SIMD 4x4 blocks, multithreaded on the pool.
 void transpose_batched(const float *src, float *dst, size_t batch, size_t rows, size_t cols,
                        pthreadpool_t pool);
+
+// The same for 16-bit elements (float16 activations and weights computed in float16): 32x32 blocks.
+void transpose_batched_u16(const uint16_t *src, uint16_t *dst, size_t batch, size_t rows, size_t cols,
+                           pthreadpool_t pool);
 
 // NCHW -> NHWC is (rows = C, cols = H*W); NHWC -> NCHW is (rows = H*W, cols = C).
 inline void nchw_to_nhwc(const float *src, float *dst, size_t n, size_t c, size_t hw, pthreadpool_t pool) {

@@ -220,6 +220,62 @@ void fc_weight(const RunContext &ctx, size_t wi, const float *x, size_t m, size_
     }
 }
 
+// The same product in float16 arithmetic (RunOptions::fp16_arithmetic) on float16 x and y: float16 weights
+// as they are, float32 ones (kept float32 by onnxstream-convert, or widened by the persistent cache) through
+// XNN_FLAG_FP32_STATIC_WEIGHTS; bias (N float32 values) is converted to the weight's dtype. Returns false
+// with nothing written when the product must run in float32: an 8-bit weight; a [K, N] weight streamed
+// in chunks (its partial products over K would be summed in float16, losing the precision float32
+// accumulation keeps); or no f16 kernels on this CPU (counted as a fallback, logged once by the model).
+bool fc_weight_f16(const RunContext &ctx, size_t wi, const uint16_t *x, size_t m, size_t k, size_t n,
+                   bool weight_kn, const float *bias, uint16_t *y) {
+    const Tensor &w = ctx.input(wi);
+    if (w.dtype() != DType::F16 && w.dtype() != DType::F32) return false;
+    if (ctx.is_streamed(wi) && weight_kn) return false;
+    const bool w32 = w.dtype() == DType::F32;
+    std::vector<uint16_t> bias16;
+    if (bias && !w32) {
+        bias16.resize(n);
+        float_to_half_n(bias, bias16.data(), n);
+    }
+    auto bias_at = [&](size_t first) -> const void * {
+        if (!bias) return nullptr;
+        return w32 ? static_cast<const void *>(bias + first) : static_cast<const void *>(bias16.data() + first);
+    };
+    if (!ctx.is_streamed(wi)) {
+        auto fc = xnn::FullyConnectedF16::create(k, n, w.raw(), weight_kn, bias_at(0), w32, k, n);
+        if (!fc) {
+            ctx.count_fp16(false);
+            return false;
+        }
+        fc->run(m, x, y, ctx.pool());
+        ctx.count_fp16(true);
+        return true;
+    }
+    // [N, K] in chunks of N: each chunk fills its columns of y.
+    const int64_t total = w.dim(0), step = ctx.weight_chunk_rows(wi, w32);
+    for (int64_t r0 = 0; r0 < total; r0 += step) {
+        const int64_t r1 = std::min(total, r0 + step);
+        Tensor chunk = ctx.read_weight_rows(wi, r0, r1);
+        auto fc = xnn::FullyConnectedF16::create(k, static_cast<size_t>(r1 - r0), chunk.raw(), false,
+                                                 bias_at(static_cast<size_t>(r0)), w32, k, n);
+        if (!fc) { // only the first chunk can get here: f16 support does not change mid-run
+            ctx.count_fp16(false);
+            return false;
+        }
+        fc->run(m, x, y + r0, ctx.pool());
+    }
+    ctx.count_fp16(true);
+    return true;
+}
+
+// float16 data of t readable 16 bytes past its end (XNNPACK's reads): t's own, or a padded copy in holder.
+const uint16_t *readable_f16(const RunContext &ctx, const Tensor &t, Tensor &holder) {
+    if (t.storage()->padded()) return t.data<uint16_t>();
+    holder = ctx.scratch(DType::F16, t.shape());
+    std::memcpy(holder.raw(), t.raw(), t.byte_size());
+    return holder.data<uint16_t>();
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // MatMul
 
@@ -272,15 +328,28 @@ std::vector<TensorInfo> infer_matmul(const InferContext &ctx) {
 
 void run_matmul(RunContext &ctx) {
     if (run_matmul_w8a8(ctx)) return; // static W8A8 when the node has activation ranges
-    const Tensor &a = ctx.input(0), &b = ctx.input(1);
+    const Tensor &a = ctx.input(0);
+    const bool fc = ctx.input_is_weight(1) && ctx.input(1).rank() == 2 &&
+                    (a.dtype() == DType::F32 || a.dtype() == DType::F16);
+    // Only the fully connected path reads a streamed weight in chunks; a batched (3-D and up) weight over
+    // the chunk size is read whole here (it has no data of its own).
+    Tensor whole;
+    if (ctx.is_streamed(1) && !fc) whole = ctx.read_weight_rows(1, 0, ctx.input(1).dim(0));
+    const Tensor &b = whole.empty() ? ctx.input(1) : whole;
     MatMulShapes s = matmul_shapes(nullptr, a.shape(), b.shape());
     Tensor &y = ctx.alloc_output(0);
-    if (ctx.input_is_weight(1) && b.rank() == 2 && s.b_batch.empty() && (a.dtype() == DType::F32 || a.dtype() == DType::F16)) {
+    if (fc && s.b_batch.empty()) {
         // A 2-D weight: one fully connected product over every row of A (streamed in chunks when big).
+        const size_t rows = static_cast<size_t>(shape_numel(s.a_batch) * s.m);
+        if (ctx.options().fp16_arithmetic && a.dtype() == DType::F16 && y.numel() > 0 && s.k > 0) {
+            Tensor a16;
+            if (fc_weight_f16(ctx, 1, readable_f16(ctx, a, a16), rows, static_cast<size_t>(s.k),
+                              static_cast<size_t>(s.n), true, nullptr, y.data<uint16_t>()))
+                return;
+        }
         Tensor a_holder, y_holder;
         const float *ap = a.dtype() == DType::F16 ? as_f32(ctx, a, a_holder) : readable_f32(ctx, a, a_holder);
         float *yp = out_f32(ctx, y, y_holder);
-        const size_t rows = static_cast<size_t>(shape_numel(s.a_batch) * s.m);
         if (y.numel() > 0 && s.k > 0)
             fc_weight(ctx, 1, ap, rows, static_cast<size_t>(s.k), static_cast<size_t>(s.n), true, nullptr, yp);
         else
@@ -351,13 +420,38 @@ std::vector<TensorInfo> infer_gemm(const InferContext &ctx) {
     return {TensorInfo{a.dtype, {m, n}, {}}};
 }
 
+// Gemm in float16 arithmetic: Y = A * B' + beta * C with C absent or one value per column (a bias), the
+// common Linear layer. Other forms (transA, alpha, a C with rows) return false and compute in float32.
+bool gemm_f16(RunContext &ctx, bool tb, float beta) {
+    const Tensor &a = ctx.input(0), &b = ctx.input(1);
+    const int64_t m = a.dim(0), k = a.dim(1), n = tb ? b.dim(0) : b.dim(1);
+    std::vector<float> bias;
+    if (ctx.has_input(2) && beta != 0.0f) {
+        const Tensor &c = ctx.input(2);
+        int64_t rs = 0, cs = 0;
+        gemm_c_strides(c.shape(), m, n, rs, cs);
+        if (rs != 0 || cs != 1) return false;
+        bias.resize(static_cast<size_t>(n));
+        if (c.dtype() == DType::F16) half_to_float_n(c.data<uint16_t>(), bias.data(), bias.size());
+        else std::memcpy(bias.data(), c.raw(), bias.size() * sizeof(float));
+        for (float &v : bias) v *= beta;
+    }
+    if (m == 0 || n == 0 || k == 0) return false;
+    Tensor &y = ctx.alloc_output(0);
+    Tensor a16;
+    return fc_weight_f16(ctx, 1, readable_f16(ctx, a, a16), static_cast<size_t>(m), static_cast<size_t>(k),
+                         static_cast<size_t>(n), !tb, bias.empty() ? nullptr : bias.data(), y.data<uint16_t>());
+}
+
 void run_gemm(RunContext &ctx) {
     if (run_gemm_w8a8(ctx)) return; // static W8A8 when the node has activation ranges
     const Tensor &a_in = ctx.input(0), &b_in = ctx.input(1);
     bool f16 = a_in.dtype() == DType::F16;
-    Tensor a = f16 ? to_f32(ctx, a_in) : a_in;
     bool ta = ctx.attrs().get_int("transA", 0) != 0, tb = ctx.attrs().get_int("transB", 0) != 0;
     float alpha = ctx.attrs().get_float("alpha", 1.0f), beta = ctx.attrs().get_float("beta", 1.0f);
+    if (f16 && ctx.options().fp16_arithmetic && !ta && alpha == 1.0f && ctx.input_is_weight(1) && gemm_f16(ctx, tb, beta))
+        return;
+    Tensor a = f16 ? to_f32(ctx, a_in) : a_in;
     int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1), n = tb ? b_in.dim(0) : b_in.dim(1);
 
     Tensor c;

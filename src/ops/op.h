@@ -95,6 +95,9 @@ struct RunOptions {
     // Keep rank-4 float activations channels-last between ops that can read and write them that way
     // (graph/layout_plan.h), so convolutions do not transpose their input and output on every call.
     bool nhwc_layout = true;
+    // Conv and MatMul/Gemm with a weight compute float16 activations in float16 arithmetic (XNNPACK's f16
+    // kernels) instead of widening them to float32: the model's arithmetic option, resolved at load.
+    bool fp16_arithmetic = false;
 };
 
 // A weight input that the executor streams in row chunks (rows = dim 0, e.g. a Conv's output channels)
@@ -140,6 +143,16 @@ public:
         if (transposes_) ++*transposes_;
     }
     void set_transpose_counter(uint64_t *counter) { transposes_ = counter; }
+    // Ops that computed in float16 arithmetic, and ones that fell back to float32 because XNNPACK has no
+    // float16 kernels for this CPU (RunStats::fp16_ops, fp16_fallbacks).
+    void count_fp16(bool computed) const {
+        uint64_t *c = computed ? fp16_ops_ : fp16_fallbacks_;
+        if (c) ++*c;
+    }
+    void set_fp16_counters(uint64_t *ops, uint64_t *fallbacks) {
+        fp16_ops_ = ops;
+        fp16_fallbacks_ = fallbacks;
+    }
     // Only for the op's OpDef::streamable_weight_input: when the weight is streamed, input(i) has its
     // dtype/shape/layout but no data, and the op reads it in chunks of at most
     // weight_chunk_rows(i) rows through read_weight_rows. Otherwise input(i) is the whole weight.
@@ -188,6 +201,7 @@ private:
     std::vector<const StreamedWeight *> streamed_;
     std::vector<bool> output_nhwc_;
     uint64_t *transposes_ = nullptr;
+    uint64_t *fp16_ops_ = nullptr, *fp16_fallbacks_ = nullptr;
     static const RunOptions &default_options() {
         static const RunOptions defaults;
         return defaults;

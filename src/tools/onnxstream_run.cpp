@@ -29,12 +29,16 @@ const char *kUsage =
     "                      [--attention auto|full|sliced|flash] [--attention-slices N] [--chunk-mb N]\n"
     "                      [--cache PATH] [--runs N] [--nchw-only] [--ops-printf] [--json] [--range-data FILE]\n"
     "                      [--calibrate OUT/range_data.txt] [--max-bytes N[K|M|G]]\n"
+    "                      [--arithmetic auto|fp32|fp16]\n"
     "  --memory-mode  min: smallest working set; balanced (default); max-speed: keep prepared weights in RAM\n"
     "  --chunk-mb     stream weights bigger than N MiB in chunks (0: never; default from the memory mode)\n"
     "  --max-bytes    budget of tracked tensor memory (K/M/G = KiB/MiB/GiB); a run over it fails with\n"
     "                 ONNXSTREAM_ERR_OUT_OF_MEMORY instead of being killed by the OS (default: no limit)\n"
     "  --cache        persistent prepared-weights cache file (built on the first run, shared afterwards)\n"
     "  --nchw-only    keep every activation NCHW (no channels-last plan between convolutions)\n"
+    "  --arithmetic   how Conv/MatMul/Gemm compute float16 activations: auto (default: fp16 only on CPUs with\n"
+    "                 native float16 arithmetic), fp32 (widen), fp16 (XNNPACK's f16 kernels; float32 where\n"
+    "                 the CPU has none)\n"
     "  --range-data   activation ranges for static W8A8 (default: range_data.txt in the model folder, if any)\n"
     "  --calibrate    run in float over the given inputs (--runs times), record the activation ranges of\n"
     "                 Conv/MatMul/Gemm inputs and outputs and write them to this file\n"
@@ -50,6 +54,7 @@ struct Args {
     int memory_mode = ONNXSTREAM_MEMORY_BALANCED;
     int attention = ONNXSTREAM_ATTENTION_AUTO;
     int attention_slices = 0;
+    int arithmetic = ONNXSTREAM_ARITHMETIC_AUTO;
     long long chunk_mb = -1;
     uint64_t max_bytes = 0;
     std::string cache, range_data, calibrate;
@@ -58,6 +63,11 @@ struct Args {
     bool json = false;
     bool nchw_only = false;
 };
+
+// The library's warnings (e.g. fp16 arithmetic falling back to float32) go to stderr.
+void print_warning(void *, onnxstream_log_level_t, const char *message) {
+    std::fprintf(stderr, "onnxstream-run: warning: %s\n", message);
+}
 
 [[noreturn]] void die(const std::string &message) {
     std::fprintf(stderr, "onnxstream-run: %s\n", message.c_str());
@@ -132,6 +142,12 @@ Args parse_args(int argc, char **argv) {
             else if (m == "sliced") a.attention = ONNXSTREAM_ATTENTION_SLICED;
             else if (m == "flash") a.attention = ONNXSTREAM_ATTENTION_FLASH;
             else die("--attention expects auto, full, sliced or flash, got '" + m + "'");
+        } else if (arg == "--arithmetic") {
+            std::string m = value();
+            if (m == "auto") a.arithmetic = ONNXSTREAM_ARITHMETIC_AUTO;
+            else if (m == "fp32") a.arithmetic = ONNXSTREAM_ARITHMETIC_FP32;
+            else if (m == "fp16") a.arithmetic = ONNXSTREAM_ARITHMETIC_FP16;
+            else die("--arithmetic expects auto, fp32 or fp16, got '" + m + "'");
         } else if (arg == "--attention-slices") {
             a.attention_slices = parse_count(arg, value(), 1);
         } else if (arg == "--chunk-mb") {
@@ -229,6 +245,7 @@ int main(int argc, char **argv) {
     options.memory_mode = args.memory_mode;
     options.attention = args.attention;
     options.attention_slices = args.attention_slices;
+    options.arithmetic = args.arithmetic;
     if (args.chunk_mb == 0) options.weight_chunk_bytes = UINT64_MAX;
     else if (args.chunk_mb > 0) options.weight_chunk_bytes = static_cast<uint64_t>(args.chunk_mb) << 20;
     options.max_bytes = args.max_bytes;
@@ -236,6 +253,7 @@ int main(int argc, char **argv) {
     if (args.nchw_only) options.flags |= ONNXSTREAM_FLAG_NCHW_ONLY;
     onnxstream_model_t *model = nullptr;
     if (onnxstream_model_create(&options, &model) != ONNXSTREAM_OK) die(onnxstream_last_error());
+    check(model, onnxstream_model_set_log_callback(model, print_warning, nullptr, ONNXSTREAM_LOG_WARNING));
     check(model, onnxstream_model_load(model, args.model.c_str()));
     if (!args.range_data.empty()) check(model, onnxstream_model_read_range_data(model, args.range_data.c_str()));
     if (!args.calibrate.empty()) check(model, onnxstream_model_set_calibrate(model, 1));
@@ -279,16 +297,21 @@ int main(int argc, char **argv) {
         onnxstream_run_stats_t rs;
         rs.struct_size = sizeof(rs);
         check(model, onnxstream_model_run_stats(model, &rs));
-        char buf[256];
-        std::snprintf(buf, sizeof buf, "{\"bytes_read\":%llu,\"read_s\":%.6f,\"wait_s\":%.6f,\"transposes\":%llu}",
+        char buf[512];
+        const char *arith = rs.arithmetic == ONNXSTREAM_ARITHMETIC_FP16 ? "fp16" : "fp32";
+        std::snprintf(buf, sizeof buf,
+                      "{\"bytes_read\":%llu,\"read_s\":%.6f,\"wait_s\":%.6f,\"transposes\":%llu,"
+                      "\"arithmetic\":\"%s\",\"fp16_ops\":%llu,\"fp16_fallbacks\":%llu}",
                       static_cast<unsigned long long>(rs.weight_bytes_read), rs.weight_read_us / 1e6,
-                      rs.weight_wait_us / 1e6, static_cast<unsigned long long>(rs.layout_transposes));
+                      rs.weight_wait_us / 1e6, static_cast<unsigned long long>(rs.layout_transposes), arith,
+                      static_cast<unsigned long long>(rs.fp16_ops), static_cast<unsigned long long>(rs.fp16_fallbacks));
         weights_json += (weights_json.empty() ? "" : ",") + std::string(buf);
         if (!args.json)
             std::printf("run %d: %.3f s (weights: %.1f MB read in %.3f s, run waited %.3f s for them; %llu layout "
-                        "transposes)\n",
+                        "transposes; arithmetic %s, %llu ops in fp16)\n",
                         r + 1, s, rs.weight_bytes_read / 1e6, rs.weight_read_us / 1e6, rs.weight_wait_us / 1e6,
-                        static_cast<unsigned long long>(rs.layout_transposes));
+                        static_cast<unsigned long long>(rs.layout_transposes), arith,
+                        static_cast<unsigned long long>(rs.fp16_ops));
     }
 
     if (!args.calibrate.empty()) {

@@ -39,6 +39,38 @@ void conv2d_nhwc_f32(const Conv2dShape &s, const float *input, const float *kern
     Conv2dOperator(s, kernel, bias).run(s.batch, s.in_h, s.in_w, input, output, pool);
 }
 
+struct Conv2dF16Operator::Impl {
+    Operator op;
+};
+
+Conv2dF16Operator::Conv2dF16Operator() : impl_(std::make_unique<Impl>()) {}
+Conv2dF16Operator::~Conv2dF16Operator() = default;
+
+std::unique_ptr<Conv2dF16Operator> Conv2dF16Operator::create(const Conv2dShape &s, const void *kernel,
+                                                             const void *bias, bool weights_f32) {
+    ensure_initialized();
+    const float inf = std::numeric_limits<float>::infinity();
+    const size_t channels_in = s.groups * s.group_in;
+    const size_t channels_out = s.output_pixel_stride ? s.output_pixel_stride : s.groups * s.group_out;
+    xnn_operator_t raw = nullptr;
+    const enum xnn_status status = xnn_create_convolution2d_nhwc_f16(
+        s.pad_top, s.pad_right, s.pad_bottom, s.pad_left, s.kernel_h, s.kernel_w, s.stride_h, s.stride_w,
+        s.dilation_h, s.dilation_w, s.groups, s.group_in, s.group_out, channels_in, channels_out, kernel, bias, -inf,
+        inf, weights_f32 ? XNN_FLAG_FP32_STATIC_WEIGHTS : 0, &raw);
+    if (status == xnn_status_unsupported_hardware) return nullptr;
+    check(status, "xnn_create_convolution2d_nhwc_f16");
+    std::unique_ptr<Conv2dF16Operator> op(new Conv2dF16Operator());
+    op->impl_->op.reset(raw);
+    return op;
+}
+
+void Conv2dF16Operator::run(size_t batch, size_t in_h, size_t in_w, const uint16_t *input, uint16_t *output,
+                            pthreadpool_t pool) {
+    check(xnn_setup_convolution2d_nhwc_f16(impl_->op.get(), batch, in_h, in_w, input, output, pool),
+          "xnn_setup_convolution2d_nhwc_f16");
+    xnn::run(impl_->op, pool);
+}
+
 void deconv2d_nhwc_f32(const Deconv2dShape &s, const float *input, const float *kernel, const float *bias,
                        float *output, pthreadpool_t pool) {
     ensure_initialized();

@@ -47,6 +47,27 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
+// float16 arithmetic (XNNPACK's f16 kernels): the same convolution on NHWC float16 activations (output
+// pixel stride in elements, as above). kernel/bias are float16 bits, or float32 when weights_f32
+// (XNN_FLAG_FP32_STATIC_WEIGHTS; both then float32). create() returns null when this CPU has no float16
+// kernels (xnn_status_unsupported_hardware) so the caller can compute in float32 instead; other failures
+// throw like the float32 operator's.
+class Conv2dF16Operator {
+public:
+    static std::unique_ptr<Conv2dF16Operator> create(const Conv2dShape &s, const void *kernel, const void *bias,
+                                                     bool weights_f32);
+    ~Conv2dF16Operator();
+    Conv2dF16Operator(const Conv2dF16Operator &) = delete;
+    Conv2dF16Operator &operator=(const Conv2dF16Operator &) = delete;
+    // input must stay readable 16 bytes past its end.
+    void run(size_t batch, size_t in_h, size_t in_w, const uint16_t *input, uint16_t *output, pthreadpool_t pool);
+
+private:
+    Conv2dF16Operator();
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
 struct Deconv2dShape {
     size_t batch = 1, in_h = 1, in_w = 1;
     uint32_t kernel_h = 1, kernel_w = 1;

@@ -4,4 +4,7 @@
 namespace onnxstream {
 // Initialise the kernel library once per process; throws Error if the CPU is unsupported.
 void init_kernels();
+// True when the CPU has native float16 arithmetic that XNNPACK's f16 kernels use (ARMv8.2 FP16 per cpuinfo).
+// x86 never counts: F16C only converts, and XNNPACK's f16 kernels there are several times slower than f32.
+bool cpu_has_fp16_arithmetic();
 } // namespace onnxstream

@@ -25,6 +25,29 @@ void FullyConnectedF32::run(size_t batch, const float *x, float *y, pthreadpool_
     check(xnn_run_operator(op_.get(), pool), "xnn_run_operator");
 }
 
+std::unique_ptr<FullyConnectedF16> FullyConnectedF16::create(size_t k, size_t n, const void *weight, bool weight_kn,
+                                                             const void *bias, bool weights_f32, size_t x_stride,
+                                                             size_t y_stride) {
+    ensure_initialized();
+    const float inf = std::numeric_limits<float>::infinity();
+    uint32_t flags = weight_kn ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0;
+    if (weights_f32) flags |= XNN_FLAG_FP32_STATIC_WEIGHTS;
+    xnn_operator_t op = nullptr;
+    const enum xnn_status status =
+        xnn_create_fully_connected_nc_f16(k, n, x_stride, y_stride, weight, bias, -inf, inf, flags, &op);
+    if (status == xnn_status_unsupported_hardware) return nullptr;
+    check(status, "xnn_create_fully_connected_nc_f16");
+    std::unique_ptr<FullyConnectedF16> fc(new FullyConnectedF16());
+    fc->op_.reset(op);
+    return fc;
+}
+
+void FullyConnectedF16::run(size_t batch, const uint16_t *x, uint16_t *y, pthreadpool_t pool) const {
+    if (batch == 0) return;
+    check(xnn_setup_fully_connected_nc_f16(op_.get(), batch, x, y, pool), "xnn_setup_fully_connected_nc_f16");
+    check(xnn_run_operator(op_.get(), pool), "xnn_run_operator");
+}
+
 void softmax_rows_f32(size_t rows, size_t channels, const float *x, float *y, pthreadpool_t pool) {
     if (rows == 0 || channels == 0) return;
     ensure_initialized();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include <pthreadpool.h>
@@ -27,6 +28,23 @@ public:
     void run(size_t batch, const float *x, float *y, pthreadpool_t pool) const;
 
 private:
+    std::unique_ptr<struct xnn_operator, FcDeleter> op_;
+};
+
+// The same product in float16 arithmetic (XNNPACK's f16 kernels) on float16 activations and outputs (strides
+// in elements). weight/bias are float16 bits, or float32 when weights_f32 (XNN_FLAG_FP32_STATIC_WEIGHTS;
+// both then float32). create() returns null when this CPU has no float16 kernels
+// (xnn_status_unsupported_hardware), so the caller can compute in float32 instead.
+class FullyConnectedF16 {
+public:
+    static std::unique_ptr<FullyConnectedF16> create(size_t k, size_t n, const void *weight, bool weight_kn,
+                                                     const void *bias, bool weights_f32, size_t x_stride,
+                                                     size_t y_stride);
+    // x must stay readable 16 bytes past its last row (XNN_EXTRA_BYTES).
+    void run(size_t batch, const uint16_t *x, uint16_t *y, pthreadpool_t pool) const;
+
+private:
+    FullyConnectedF16() = default;
     std::unique_ptr<struct xnn_operator, FcDeleter> op_;
 };
 

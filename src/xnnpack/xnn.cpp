@@ -7,6 +7,8 @@
 #include <cstring>
 #include <mutex>
 
+#include <cpuinfo.h>
+
 #include "tensor/mapping_cache.h"
 #include "util/error.h"
 
@@ -111,4 +113,11 @@ void run(const Operator &op, pthreadpool_t pool) { check(xnn_run_operator(op.get
 
 namespace onnxstream {
 void init_kernels() { xnn::ensure_initialized(); }
+
+bool cpu_has_fp16_arithmetic() {
+    // cpuinfo_initialize is idempotent and thread-safe; when it fails (unreadable /proc on some
+    // boards) nothing is known, and float32 is the choice that never faults.
+    if (!cpuinfo_initialize()) return false;
+    return cpuinfo_has_arm_neon_fp16_arith();
+}
 } // namespace onnxstream

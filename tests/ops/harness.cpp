@@ -230,13 +230,20 @@ void compare_output(const std::string &label, const CaseInfo &info, const onnxst
 
 using NpyByIndex = std::map<int, tools::NpyArray>;
 
+// arithmetic / chunk_bytes: the model options of the fp16-arithmetic runs (AUTO / 0: defaults).
 void run_with_provider(const OpCase &c, const CaseInfo &info, int32_t provider, const NpyByIndex &inputs,
-                       const NpyByIndex &expected) {
-    std::string label = c.family + "/" + c.name + " (" + info.op + ", " + provider_name(provider) + ")";
+                       const NpyByIndex &expected, int32_t arithmetic = ONNXSTREAM_ARITHMETIC_AUTO,
+                       uint64_t chunk_bytes = 0) {
+    std::string label = c.family + "/" + c.name + " (" + info.op + ", " + provider_name(provider);
+    if (arithmetic == ONNXSTREAM_ARITHMETIC_FP16)
+        label += chunk_bytes ? ", fp16 arithmetic, weights in chunks" : ", fp16 arithmetic";
+    label += ")";
     onnxstream_model_options_t options;
     onnxstream_model_options_init(&options);
     options.threads = 2;
     options.provider = provider;
+    options.arithmetic = arithmetic;
+    options.weight_chunk_bytes = chunk_bytes;
     ModelHandle h;
     onnxstream_status_t st = onnxstream_model_create(&options, &h.model);
     if (st != ONNXSTREAM_OK) FAIL() << label << ": onnxstream_model_create: " << onnxstream_last_error();
@@ -254,6 +261,15 @@ void run_with_provider(const OpCase &c, const CaseInfo &info, int32_t provider, 
     }
     st = onnxstream_model_run(h.model);
     if (st != ONNXSTREAM_OK) FAIL() << api_error("onnxstream_model_run", st);
+    if (arithmetic == ONNXSTREAM_ARITHMETIC_FP16) {
+        onnxstream_run_stats_t rs;
+        std::memset(&rs, 0, sizeof rs);
+        rs.struct_size = sizeof rs;
+        st = onnxstream_model_run_stats(h.model, &rs);
+        if (st != ONNXSTREAM_OK) FAIL() << api_error("onnxstream_model_run_stats", st);
+        std::printf("[   fp16   ] %s: %llu ops in fp16, %llu fell back to fp32\n", label.c_str(),
+                    static_cast<unsigned long long>(rs.fp16_ops), static_cast<unsigned long long>(rs.fp16_fallbacks));
+    }
     EXPECT_EQ(onnxstream_model_output_count(h.model), expected.size())
         << label << ": the model has a different number of outputs than ONNX Runtime produced";
     for (const auto &[k, ref] : expected) {
@@ -319,6 +335,21 @@ void run_case(const OpCase &c) {
     for (int32_t provider : {ONNXSTREAM_PROVIDER_PREFETCH, ONNXSTREAM_PROVIDER_MMAP}) {
         run_with_provider(c, info, provider, inputs, expected);
         if (::testing::Test::HasFailure()) break;
+    }
+    // float16 cases of the families with float16 arithmetic (Conv, MatMul/Gemm with a weight) also run with
+    // it forced, whole and with every weight over 256 bytes streamed in chunks, against the same ONNX
+    // Runtime outputs. ORT rounds once (float32 accumulation); XNNPACK's f16 kernels round every partial sum
+    // to float16 (on this x86 too), an error that grows like sqrt(K) ulps of the partial sums: atol 0.15,
+    // rtol 2e-2 covers K = 288 (conv2d_f16_wide, |y| < 8: max error 0.117) and still catches layout,
+    // transposition or chunking mistakes, whose errors are of the order of the values themselves.
+    bool f16 = false;
+    for (const auto &[i, a] : inputs) f16 = f16 || a.dtype == ONNXSTREAM_DTYPE_FLOAT16;
+    if (f16 && (c.family == "conv" || c.family == "matmul_gemm") && !::testing::Test::HasFailure()) {
+        CaseInfo loose = info;
+        loose.atol = std::max(info.atol.value_or(1e-2), 0.15);
+        loose.rtol = std::max(info.rtol.value_or(1e-2), 2e-2);
+        run_with_provider(c, loose, ONNXSTREAM_PROVIDER_PREFETCH, inputs, expected, ONNXSTREAM_ARITHMETIC_FP16);
+        run_with_provider(c, loose, ONNXSTREAM_PROVIDER_MMAP, inputs, expected, ONNXSTREAM_ARITHMETIC_FP16, 256);
     }
 }
 

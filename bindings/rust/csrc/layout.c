@@ -28,6 +28,7 @@ int main(void) {
     FIELD(onnxstream_model_options_t, weight_chunk_bytes);
     FIELD(onnxstream_model_options_t, cache_path);
     FIELD(onnxstream_model_options_t, max_bytes);
+    FIELD(onnxstream_model_options_t, arithmetic);
 
     SIZE(onnxstream_weight_request_t);
     FIELD(onnxstream_weight_request_t, struct_size);
@@ -79,6 +80,9 @@ int main(void) {
     FIELD(onnxstream_run_stats_t, weight_read_us);
     FIELD(onnxstream_run_stats_t, weight_wait_us);
     FIELD(onnxstream_run_stats_t, layout_transposes);
+    FIELD(onnxstream_run_stats_t, fp16_ops);
+    FIELD(onnxstream_run_stats_t, fp16_fallbacks);
+    FIELD(onnxstream_run_stats_t, arithmetic);
 
     CONST(ONNXSTREAM_VERSION);
     CONST(ONNXSTREAM_OK);

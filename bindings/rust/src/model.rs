@@ -442,6 +442,9 @@ impl Model {
             weight_read_us: 0,
             weight_wait_us: 0,
             layout_transposes: 0,
+            fp16_ops: 0,
+            fp16_fallbacks: 0,
+            arithmetic: 0,
         };
         // Safety: valid model and struct.
         self.check(unsafe { sys::onnxstream_model_run_stats(self.ptr(), &mut s) })?;

@@ -71,6 +71,7 @@ pub struct onnxstream_model_options_t {
     pub weight_chunk_bytes: u64,
     pub cache_path: *const c_char,
     pub max_bytes: u64,
+    pub arithmetic: i32,
 }
 
 #[repr(C)]
@@ -149,6 +150,9 @@ pub struct onnxstream_run_stats_t {
     pub weight_read_us: u64,
     pub weight_wait_us: u64,
     pub layout_transposes: u64,
+    pub fp16_ops: u64,
+    pub fp16_fallbacks: u64,
+    pub arithmetic: i32,
 }
 
 extern "C" {
@@ -294,7 +298,8 @@ mod layout_tests {
                 reserved0,
                 weight_chunk_bytes,
                 cache_path,
-                max_bytes
+                max_bytes,
+                arithmetic
             }
         );
         rust_struct!(
@@ -341,7 +346,10 @@ mod layout_tests {
                 weight_bytes_read,
                 weight_read_us,
                 weight_wait_us,
-                layout_transposes
+                layout_transposes,
+                fp16_ops,
+                fp16_fallbacks,
+                arithmetic
             }
         );
         rust_consts!(

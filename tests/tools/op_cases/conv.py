@@ -78,6 +78,7 @@ conv("conv2d_f16", (1, 8, 10, 10), (12, 8, 3, 3), dtype="float16", pads=[1, 1, 1
 conv("conv2d_f16_depthwise", (1, 8, 10, 10), (8, 1, 3, 3), dtype="float16", group=8, pads=[1, 1, 1, 1])
 conv("conv2d_f16_runtime_weight", (1, 4, 7, 7), (5, 4, 3, 3), dtype="float16", runtime_w=True)
 conv("conv1d_f16", (1, 4, 20), (6, 4, 3), dtype="float16", pads=[1, 1])
+conv("conv2d_f16_wide", (1, 32, 12, 12), (40, 32, 3, 3), dtype="float16", pads=[1, 1, 1, 1])
 
 # older opsets
 conv("conv2d_opset11", (1, 4, 8, 8), (6, 4, 3, 3), pads=[1, 1, 1, 1], opset=11)

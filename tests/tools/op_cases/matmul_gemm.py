@@ -39,6 +39,8 @@ add("matmul_weight_batched_b", "MatMul", [rand(3, 4, 8), weight(rand(3, 8, 6))])
 add("matmul_weight_vec_b", "MatMul", [rand(3, 4, 8), weight(rand(8))])
 add("matmul_f16", "MatMul", [rand(3, 5, 16, dtype="float16"), rand(16, 7, dtype="float16")])
 add("matmul_f16_batch", "MatMul", [rand(2, 5, 16, dtype="float16"), weight(rand(2, 16, 7, dtype="float16"))])
+# 2-D float16 weights: the products the fp16-arithmetic run computes with XNNPACK's f16 kernels.
+add("matmul_f16_weight", "MatMul", [rand(2, 10, 32, dtype="float16"), weight(rand(32, 24, dtype="float16"))])
 add("matmul_i64", "MatMul", [randint(3, 4, 5, low=-50, high=50), randint(5, 6, low=-50, high=50)])
 add("matmul_i64_vec", "MatMul", [randint(5, low=-9, high=9), randint(2, 5, 3, low=-9, high=9)])
 add("matmul_i32", "MatMul", [randint(4, 5, low=-50, high=50, dtype="int32"),
@@ -66,6 +68,8 @@ add("gemm_c_activation", "Gemm", [rand(M, K), rand(N, K), rand(M, N)], attrs=dic
 add("gemm_linear_large", "Gemm", [rand(8, 300), weight(rand(200, 300)), weight(rand(200))], attrs=dict(transB=1))
 add("gemm_f16", "Gemm", [rand(M, K, dtype="float16"), weight(rand(N, K, dtype="float16")),
                          weight(rand(N, dtype="float16"))], attrs=dict(transB=1, alpha=0.75))
+add("gemm_f16_linear", "Gemm", [rand(8, 64, dtype="float16"), weight(rand(40, 64, dtype="float16")),
+                                weight(rand(40, dtype="float16"))], attrs=dict(transB=1))
 add("gemm_f16_ta", "Gemm", [rand(K, M, dtype="float16"), weight(rand(K, N, dtype="float16")),
                             weight(rand(M, N, dtype="float16"))], attrs=dict(transA=1, beta=0.5))
 
