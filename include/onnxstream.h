@@ -95,14 +95,17 @@ typedef enum onnxstream_provider_kind {
  * measured figures for each.
  */
 typedef enum onnxstream_memory_mode {
-    /** Default. Weights stream with read-ahead; weights over 32 MiB are read in output-channel chunks;
-        attention is the fastest kind whose score blocks fit 64 MiB. */
+    /** Default. Weights are read when their op runs (no read-ahead thread), in output-channel chunks of
+        4 MiB; attention over key blocks (FlashAttention-style); up to 32 MiB of freed big buffers kept
+        for reuse. */
     ONNXSTREAM_MEMORY_BALANCED = 0,
     /** Smallest working set (a 512 MB board): no read-ahead, weights over 4 MiB in chunks, attention over
-        key blocks (FlashAttention-style) with score tiles of at most 1 MiB. */
+        key blocks (FlashAttention-style) with score tiles of at most 1 MiB; 12 MiB of freed big buffers
+        kept for reuse. */
     ONNXSTREAM_MEMORY_MIN = 1,
-    /** Keep every weight and prepared kernel in RAM between runs (like OnnxStream's ops cache); no
-        chunking; attention without a memory bound. */
+    /** Keep every weight and prepared kernel in RAM between runs (like OnnxStream's ops cache); weights in
+        4 MiB chunks (faster: a chunk's packed weights stay in the CPU caches); attention without a memory
+        bound; 256 MiB of freed big buffers kept for reuse. */
     ONNXSTREAM_MEMORY_MAX_SPEED = 2
 } onnxstream_memory_mode_t;
 
