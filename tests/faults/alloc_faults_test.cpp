@@ -7,7 +7,8 @@
 // throws OUT_OF_MEMORY with a message naming the op, no tracked tensor memory is left behind (only the pushed
 // input), and the same Model object runs again with output matching ONNX Runtime.
 // Environment: ONNXSTREAM_LAYOUT_CASES (gen_layout.py's --out), ONNXSTREAM_SHARED_DIR, and
-// ONNXSTREAM_FAULT_STRIDE=N to try every N-th k only (slow sanitizer builds).
+// ONNXSTREAM_FAULT_STRIDE=N to try only every N-th k of YOLOv8n's sweep (slow sanitizer builds; the small
+// block's 66 allocations are always all tried).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -67,11 +68,14 @@ struct Disarm {
 };
 
 // The sweep described at the top, on a loaded model with its input pushed (input_bytes of them).
+uint64_t stride_from_env() {
+    if (env("ONNXSTREAM_FAULT_STRIDE").empty()) return 1;
+    return std::max<uint64_t>(1, std::strtoull(env("ONNXSTREAM_FAULT_STRIDE").c_str(), nullptr, 10));
+}
+
+// stride > 1 tries every stride-th allocation only (and then cannot insist on hitting every kind).
 void every_allocation_fails_once(const char *label, Model &m, uint64_t input_bytes, const std::vector<float> &expected,
-                                 Tolerance tol) {
-    uint64_t stride = 1;
-    if (!env("ONNXSTREAM_FAULT_STRIDE").empty())
-        stride = std::max<uint64_t>(1, std::strtoull(env("ONNXSTREAM_FAULT_STRIDE").c_str(), nullptr, 10));
+                                 Tolerance tol, uint64_t stride) {
     m.run({});
     ASSERT_TRUE(matches_ort(m, expected, tol)) << label << ": first run";
     const uint64_t start = AllocationFaults::allocations();
@@ -111,8 +115,10 @@ void every_allocation_fails_once(const char *label, Model &m, uint64_t input_byt
                 label, static_cast<unsigned long long>(per_run), static_cast<unsigned long long>(tried),
                 static_cast<unsigned long long>(in_weights), static_cast<unsigned long long>(in_outputs),
                 static_cast<unsigned long long>(elsewhere));
-    EXPECT_GT(in_weights, 0u);
-    EXPECT_GT(in_outputs, 0u);
+    if (stride == 1) {
+        EXPECT_GT(in_weights, 0u);
+        EXPECT_GT(in_outputs, 0u);
+    }
 }
 
 } // namespace
@@ -183,7 +189,7 @@ TEST(AllocationFaults, EveryAllocationOfYoloBlock) {
     Model m(options);
     m.load_file(scratch.out());
     m.push_input("x", DType::F32, {1, 8, 10, 12}, input.data(), input.size() * sizeof(float));
-    every_allocation_fails_once("yolo_block", m, input.size() * sizeof(float), expected, {1e-5, 1e-4});
+    every_allocation_fails_once("yolo_block", m, input.size() * sizeof(float), expected, {1e-5, 1e-4}, 1);
 }
 
 TEST(AllocationFaults, EveryAllocationOfYoloV8n) {
@@ -203,5 +209,6 @@ TEST(AllocationFaults, EveryAllocationOfYoloV8n) {
     m.load_file(shared + "/models/yolov8n");
     m.push_input("images", DType::F32, {1, 3, 640, 640}, input.data(), input.size() * sizeof(float));
     // The e2e suite's criterion against ONNX Runtime.
-    every_allocation_fails_once("YOLOv8n", m, input.size() * sizeof(float), expected, {1e-4, 1e-2});
+    every_allocation_fails_once("YOLOv8n", m, input.size() * sizeof(float), expected, {1e-4, 1e-2},
+                                stride_from_env());
 }
