@@ -15,27 +15,12 @@
 #include <unistd.h>
 
 #include "onnxstream.h"
+#include "yolov8n_data.h"
 
 /* Growth allowed from the last warm-up sample to any later one, and between the two 40-run window means. */
 #define WARMUP 25
 #define MAX_GROWTH_MB 8.0
 #define MAX_TREND_MB 2.0
-
-static void *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *buf = malloc(n > 0 ? (size_t)n : 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *size = n > 0 ? (size_t)n : 0;
-    return buf;
-}
 
 static double rss_mb(void) {
     long pages_total = 0, pages_resident = 0;
@@ -73,18 +58,12 @@ int main(int argc, char **argv) {
                 WARMUP + 80);
         return 2;
     }
-    char model_dir[4096], in_path[4096], out_path[4096];
+    char model_dir[4096];
     snprintf(model_dir, sizeof model_dir, "%s/models/yolov8n", argv[1]);
-    snprintf(in_path, sizeof in_path, "%s/data/yolov8n/input_images_1x3x640x640_f32.bin", argv[1]);
-    snprintf(out_path, sizeof out_path, "%s/data/yolov8n/expected_output0_1x84x8400_f32.bin", argv[1]);
-    size_t in_size = 0, out_size = 0;
-    float *input = (float *)read_file(in_path, &in_size);
-    float *expected = (float *)read_file(out_path, &out_size);
-    const size_t n_out = 84 * 8400;
-    if (!input || !expected || in_size != 3 * 640 * 640 * 4 || out_size != n_out * 4) {
-        fprintf(stderr, "cannot read the YOLOv8n reference data under %s/data/yolov8n\n", argv[1]);
-        return 1;
-    }
+    float *input = NULL, *expected = NULL;
+    if (!load_yolov8n_data(argv[1], &input, &expected)) return 1;
+    const size_t n_out = YOLOV8N_OUTPUT_FLOATS;
+    const size_t in_size = YOLOV8N_INPUT_FLOATS * sizeof(float);
 
     onnxstream_model_options_t options;
     onnxstream_model_options_init(&options);

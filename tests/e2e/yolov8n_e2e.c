@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "onnxstream.h"
+#include "yolov8n_data.h"
 
 static char model_dir[4096];
 static int failures = 0, passes = 0, skipped = 0;
@@ -32,22 +33,6 @@ static int selected(const char *label) {
         p = end + 1;
     }
     return 0;
-}
-
-static void *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *buf = malloc(n > 0 ? (size_t)n : 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *size = (size_t)n;
-    return buf;
 }
 
 /* --- a host provider that reads files itself (read path) ---------------------------------------- */
@@ -245,17 +230,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     snprintf(model_dir, sizeof model_dir, "%s/models/yolov8n", abs_shared);
-    char in_path[8192], out_path[8192];
-    snprintf(in_path, sizeof in_path, "%s/data/yolov8n/input_images_1x3x640x640_f32.bin", abs_shared);
-    snprintf(out_path, sizeof out_path, "%s/data/yolov8n/expected_output0_1x84x8400_f32.bin", abs_shared);
-    size_t in_size = 0, out_size = 0;
-    float *input = (float *)read_file(in_path, &in_size);
-    float *expected = (float *)read_file(out_path, &out_size);
-    if (!input || !expected || in_size != 3 * 640 * 640 * 4 || out_size != 84 * 8400 * 4) {
-        fprintf(stderr, "cannot read the YOLOv8n reference data under %s/data/yolov8n\n", abs_shared);
-        return 2;
-    }
-    size_t n_out = out_size / sizeof(float);
+    float *input = NULL, *expected = NULL;
+    if (!load_yolov8n_data(abs_shared, &input, &expected)) return 2;
+    const size_t n_out = YOLOV8N_OUTPUT_FLOATS;
 
     const memory_t dflt = kDefaultMemory;
     run_case("nocache", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_NOCACHE, dflt, input, expected, n_out);
