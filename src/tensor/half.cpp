@@ -3,6 +3,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuinfo.h>
 #include <immintrin.h>
 #endif
 
@@ -91,8 +92,9 @@ __attribute__((target("avx,f16c"))) void float_to_half_f16c(const float *src, ui
     for (; i < n; ++i) dst[i] = float_to_half(src[i]);
 }
 
+// cpuinfo rather than __builtin_cpu_supports: clang 14 rejects the "f16c" feature string.
 bool cpu_has_f16c() {
-    static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    static const bool has = cpuinfo_initialize() && cpuinfo_has_x86_avx() && cpuinfo_has_x86_f16c();
     return has;
 }
 #else
