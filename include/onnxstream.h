@@ -140,6 +140,12 @@ typedef struct onnxstream_model onnxstream_model_t;
 ONNXSTREAM_API uint32_t onnxstream_version(void);
 /** Runtime version as "MAJOR.MINOR.PATCH". Static storage, never NULL. */
 ONNXSTREAM_API const char *onnxstream_version_string(void);
+/**
+ * The kernel library this runtime was built against and the generation of its API, e.g.
+ * "XNNPACK 2022-02 API (create, setup)" (Debian 12) or "XNNPACK 2024-11 API (create, reshape, setup)"
+ * (Debian 13). Static storage, never NULL.
+ */
+ONNXSTREAM_API const char *onnxstream_kernel_library(void);
 /** Name of a status ("ONNXSTREAM_ERR_IO"); "ONNXSTREAM_UNKNOWN_STATUS" for values this version lacks. */
 ONNXSTREAM_API const char *onnxstream_status_name(onnxstream_status_t status);
 /** Name of a dtype as written in model.txt ("float32"); "unknown" for values this version lacks. */

@@ -6,6 +6,7 @@
 #include "exec/memory_mode.h"
 #include "onnxstream.h"
 #include "weights/callback.h"
+#include "xnnpack/init.h"
 
 using namespace onnxstream;
 using onnxstream::capi::Access;
@@ -66,6 +67,8 @@ const char *onnxstream_version_string(void) {
     return ONNXSTREAM_STR(ONNXSTREAM_VERSION_MAJOR) "." ONNXSTREAM_STR(ONNXSTREAM_VERSION_MINOR) "." ONNXSTREAM_STR(
         ONNXSTREAM_VERSION_PATCH);
 }
+
+const char *onnxstream_kernel_library(void) { return onnxstream::kernel_library_description(); }
 
 const char *onnxstream_status_name(onnxstream_status_t status) {
     const int s = c_enum(status);

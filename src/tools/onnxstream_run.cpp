@@ -29,7 +29,7 @@ const char *kUsage =
     "                      [--attention auto|full|sliced|flash] [--attention-slices N] [--chunk-mb N]\n"
     "                      [--cache PATH] [--runs N] [--nchw-only] [--ops-printf] [--json] [--range-data FILE]\n"
     "                      [--calibrate OUT/range_data.txt] [--max-bytes N[K|M|G]]\n"
-    "                      [--arithmetic auto|fp32|fp16]\n"
+    "                      [--arithmetic auto|fp32|fp16] [--version]\n"
     "  --memory-mode  min: smallest working set; balanced (default); max-speed: keep prepared weights in RAM\n"
     "  --chunk-mb     stream weights bigger than N MiB in chunks (0: never; default from the memory mode)\n"
     "  --max-bytes    budget of tracked tensor memory (K/M/G = KiB/MiB/GiB); a run over it fails with\n"
@@ -108,6 +108,9 @@ Args parse_args(int argc, char **argv) {
         };
         if (arg == "--help" || arg == "-h") {
             std::fputs(kUsage, stdout);
+            std::exit(0);
+        } else if (arg == "--version") {
+            std::printf("onnxstream-run %s, kernels: %s\n", onnxstream_version_string(), onnxstream_kernel_library());
             std::exit(0);
         } else if (arg == "--input") {
             std::string v = value();
@@ -363,9 +366,10 @@ int main(int argc, char **argv) {
         std::string runs;
         for (double t : times) runs += (runs.empty() ? "" : ",") + std::to_string(t);
         std::printf("{\"outputs\":[%s],\"runs_s\":[%s],\"peak_rss_bytes\":%llu,\"peak_tensor_bytes\":%llu,"
-                    "\"weights\":[%s]}\n",
+                    "\"weights\":[%s],\"kernels\":\"%s\"}\n",
                     outputs_json.c_str(), runs.c_str(), static_cast<unsigned long long>(peak_rss),
-                    static_cast<unsigned long long>(stats.peak_bytes), weights_json.c_str());
+                    static_cast<unsigned long long>(stats.peak_bytes), weights_json.c_str(),
+                    json_escape(onnxstream_kernel_library()).c_str());
     } else {
         std::printf("peak RSS: %.1f MB, peak tensor bytes: %.1f MB\n", peak_rss / 1e6, stats.peak_bytes / 1e6);
     }

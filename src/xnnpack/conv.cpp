@@ -2,12 +2,13 @@
 
 #include <limits>
 
-#include "xnnpack/xnn.h"
+#include "xnnpack/compat.h"
 
 namespace onnxstream::xnn {
 
 struct Conv2dOperator::Impl {
     Operator op;
+    Workspace workspace;
 };
 
 Conv2dOperator::Conv2dOperator(const Conv2dShape &s, const float *kernel, const float *bias) {
@@ -16,10 +17,10 @@ Conv2dOperator::Conv2dOperator(const Conv2dShape &s, const float *kernel, const 
     const size_t channels_in = s.groups * s.group_in;
     const size_t channels_out = s.output_pixel_stride ? s.output_pixel_stride : s.groups * s.group_out;
     xnn_operator_t raw = nullptr;
-    check(xnn_create_convolution2d_nhwc_f32(s.pad_top, s.pad_right, s.pad_bottom, s.pad_left, s.kernel_h,
-                                            s.kernel_w, s.stride_h, s.stride_w, s.dilation_h, s.dilation_w,
-                                            s.groups, s.group_in, s.group_out, channels_in, channels_out,
-                                            kernel, bias, -inf, inf, 0, &raw),
+    check(create_operator(xnn_create_convolution2d_nhwc_f32, &raw, s.pad_top, s.pad_right, s.pad_bottom,
+                          s.pad_left, s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.dilation_h, s.dilation_w,
+                          s.groups, s.group_in, s.group_out, channels_in, channels_out, kernel, bias, -inf, inf,
+                          uint32_t{0}),
           "xnn_create_convolution2d_nhwc_f32");
     impl_ = std::make_unique<Impl>();
     impl_->op.reset(raw);
@@ -29,8 +30,7 @@ Conv2dOperator::~Conv2dOperator() = default;
 
 void Conv2dOperator::run(size_t batch, size_t in_h, size_t in_w, const float *input, float *output,
                          pthreadpool_t pool) {
-    check(xnn_setup_convolution2d_nhwc_f32(impl_->op.get(), batch, in_h, in_w, input, output, pool),
-          "xnn_setup_convolution2d_nhwc_f32");
+    setup_conv2d_f32(impl_->op.get(), impl_->workspace, batch, in_h, in_w, input, output, pool);
     xnn::run(impl_->op, pool);
 }
 
@@ -41,6 +41,7 @@ void conv2d_nhwc_f32(const Conv2dShape &s, const float *input, const float *kern
 
 struct Conv2dF16Operator::Impl {
     Operator op;
+    Workspace workspace;
 };
 
 Conv2dF16Operator::Conv2dF16Operator() : impl_(std::make_unique<Impl>()) {}
@@ -53,10 +54,11 @@ std::unique_ptr<Conv2dF16Operator> Conv2dF16Operator::create(const Conv2dShape &
     const size_t channels_in = s.groups * s.group_in;
     const size_t channels_out = s.output_pixel_stride ? s.output_pixel_stride : s.groups * s.group_out;
     xnn_operator_t raw = nullptr;
-    const enum xnn_status status = xnn_create_convolution2d_nhwc_f16(
-        s.pad_top, s.pad_right, s.pad_bottom, s.pad_left, s.kernel_h, s.kernel_w, s.stride_h, s.stride_w,
-        s.dilation_h, s.dilation_w, s.groups, s.group_in, s.group_out, channels_in, channels_out, kernel, bias, -inf,
-        inf, weights_f32 ? XNN_FLAG_FP32_STATIC_WEIGHTS : 0, &raw);
+    const uint32_t flags = weights_f32 ? XNN_FLAG_FP32_STATIC_WEIGHTS : 0;
+    const enum xnn_status status = create_operator(
+        xnn_create_convolution2d_nhwc_f16, &raw, s.pad_top, s.pad_right, s.pad_bottom, s.pad_left, s.kernel_h,
+        s.kernel_w, s.stride_h, s.stride_w, s.dilation_h, s.dilation_w, s.groups, s.group_in, s.group_out,
+        channels_in, channels_out, kernel, bias, -inf, inf, flags);
     if (status == xnn_status_unsupported_hardware) return nullptr;
     check(status, "xnn_create_convolution2d_nhwc_f16");
     std::unique_ptr<Conv2dF16Operator> op(new Conv2dF16Operator());
@@ -66,8 +68,7 @@ std::unique_ptr<Conv2dF16Operator> Conv2dF16Operator::create(const Conv2dShape &
 
 void Conv2dF16Operator::run(size_t batch, size_t in_h, size_t in_w, const uint16_t *input, uint16_t *output,
                             pthreadpool_t pool) {
-    check(xnn_setup_convolution2d_nhwc_f16(impl_->op.get(), batch, in_h, in_w, input, output, pool),
-          "xnn_setup_convolution2d_nhwc_f16");
+    setup_conv2d_f16(impl_->op.get(), impl_->workspace, batch, in_h, in_w, input, output, pool);
     xnn::run(impl_->op, pool);
 }
 
@@ -77,15 +78,13 @@ void deconv2d_nhwc_f32(const Deconv2dShape &s, const float *input, const float *
     const float inf = std::numeric_limits<float>::infinity();
     const size_t channels_in = s.groups * s.group_in, channels_out = s.groups * s.group_out;
     xnn_operator_t raw = nullptr;
-    check(xnn_create_deconvolution2d_nhwc_f32(s.pad_top, s.pad_right, s.pad_bottom, s.pad_left, s.kernel_h,
-                                              s.kernel_w, s.stride_h, s.stride_w, s.dilation_h, s.dilation_w,
-                                              s.groups, s.group_in, s.group_out, channels_in, channels_out,
-                                              kernel, bias, -inf, inf, 0, &raw),
+    check(create_operator(xnn_create_deconvolution2d_nhwc_f32, &raw, s.pad_top, s.pad_right, s.pad_bottom,
+                          s.pad_left, s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.dilation_h, s.dilation_w,
+                          s.groups, s.group_in, s.group_out, channels_in, channels_out, kernel, bias, -inf, inf,
+                          uint32_t{0}),
           "xnn_create_deconvolution2d_nhwc_f32");
     Operator op(raw);
-    check(xnn_setup_deconvolution2d_nhwc_f32(raw, s.batch, s.in_h, s.in_w, s.adjustment_h, s.adjustment_w,
-                                             input, output, pool),
-          "xnn_setup_deconvolution2d_nhwc_f32");
+    setup_deconv2d_f32(raw, s.batch, s.in_h, s.in_w, s.adjustment_h, s.adjustment_w, input, output, pool);
     run(op, pool);
 }
 

@@ -7,4 +7,6 @@ void init_kernels();
 // True when the CPU has native float16 arithmetic that XNNPACK's f16 kernels use (ARMv8.2 FP16 per cpuinfo).
 // x86 never counts: F16C only converts, and XNNPACK's f16 kernels there are several times slower than f32.
 bool cpu_has_fp16_arithmetic();
+// The kernel library and API generation this build uses (onnxstream_kernel_library).
+const char *kernel_library_description();
 } // namespace onnxstream

@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "xnnpack/xnn.h"
+#include "xnnpack/compat.h"
 
 namespace onnxstream::xnn {
 
@@ -13,15 +13,16 @@ FullyConnectedF32::FullyConnectedF32(size_t k, size_t n, const float *weight, bo
     ensure_initialized();
     const float inf = std::numeric_limits<float>::infinity();
     xnn_operator_t op = nullptr;
-    check(xnn_create_fully_connected_nc_f32(k, n, x_stride, y_stride, weight, bias, -inf, inf,
-                                            weight_kn ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0, &op),
+    const uint32_t flags = weight_kn ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0;
+    check(create_operator(xnn_create_fully_connected_nc_f32, &op, k, n, x_stride, y_stride, weight, bias, -inf, inf,
+                          flags),
           "xnn_create_fully_connected_nc_f32");
     op_.reset(op);
 }
 
 void FullyConnectedF32::run(size_t batch, const float *x, float *y, pthreadpool_t pool) const {
     if (batch == 0) return;
-    check(xnn_setup_fully_connected_nc_f32(op_.get(), batch, x, y, pool), "xnn_setup_fully_connected_nc_f32");
+    setup_fully_connected_f32(op_.get(), batch, x, y, pool);
     check(xnn_run_operator(op_.get(), pool), "xnn_run_operator");
 }
 
@@ -34,7 +35,7 @@ std::unique_ptr<FullyConnectedF16> FullyConnectedF16::create(size_t k, size_t n,
     if (weights_f32) flags |= XNN_FLAG_FP32_STATIC_WEIGHTS;
     xnn_operator_t op = nullptr;
     const enum xnn_status status =
-        xnn_create_fully_connected_nc_f16(k, n, x_stride, y_stride, weight, bias, -inf, inf, flags, &op);
+        create_operator(xnn_create_fully_connected_nc_f16, &op, k, n, x_stride, y_stride, weight, bias, -inf, inf, flags);
     if (status == xnn_status_unsupported_hardware) return nullptr;
     check(status, "xnn_create_fully_connected_nc_f16");
     std::unique_ptr<FullyConnectedF16> fc(new FullyConnectedF16());
@@ -44,18 +45,14 @@ std::unique_ptr<FullyConnectedF16> FullyConnectedF16::create(size_t k, size_t n,
 
 void FullyConnectedF16::run(size_t batch, const uint16_t *x, uint16_t *y, pthreadpool_t pool) const {
     if (batch == 0) return;
-    check(xnn_setup_fully_connected_nc_f16(op_.get(), batch, x, y, pool), "xnn_setup_fully_connected_nc_f16");
+    setup_fully_connected_f16(op_.get(), batch, x, y, pool);
     check(xnn_run_operator(op_.get(), pool), "xnn_run_operator");
 }
 
 void softmax_rows_f32(size_t rows, size_t channels, const float *x, float *y, pthreadpool_t pool) {
     if (rows == 0 || channels == 0) return;
     ensure_initialized();
-    xnn_operator_t raw = nullptr;
-    check(xnn_create_softmax_nc_f32(channels, channels, channels, 0, &raw), "xnn_create_softmax_nc_f32");
-    Operator op(raw);
-    check(xnn_setup_softmax_nc_f32(raw, rows, x, y, pool), "xnn_setup_softmax_nc_f32");
-    run(op, pool);
+    run_softmax_f32(rows, channels, x, y, pool);
 }
 
 } // namespace onnxstream::xnn

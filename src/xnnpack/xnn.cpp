@@ -1,5 +1,7 @@
 #include "xnnpack/xnn.h"
 
+#include "xnnpack/compat.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +26,7 @@ const char *status_text(enum xnn_status s) {
     case xnn_status_unsupported_parameter: return "unsupported parameter";
     case xnn_status_unsupported_hardware: return "unsupported hardware";
     case xnn_status_out_of_memory: return "out of memory";
+    default: break; // newer XNNPACK snapshots add statuses
     }
     return "unknown status";
 }
@@ -107,12 +110,28 @@ void check(enum xnn_status status, const char *call) {
     fail(code, call, " failed: ", status_text(status));
 }
 
+Workspace::~Workspace() { deallocate(nullptr, data_); }
+
+void *Workspace::reserve(size_t bytes, size_t alignment) {
+    if (bytes == 0) return nullptr;
+    alignment = std::max<size_t>(alignment, 1);
+    if (data_ && bytes <= bytes_ && alignment <= alignment_) return data_;
+    deallocate(nullptr, data_);
+    data_ = aligned_allocate(nullptr, alignment, bytes);
+    bytes_ = data_ ? bytes : 0;
+    alignment_ = data_ ? alignment : 0;
+    if (!data_) fail(ONNXSTREAM_ERR_OUT_OF_MEMORY, "XNNPACK workspace of ", bytes, " bytes: allocation failed");
+    return data_;
+}
+
 void run(const Operator &op, pthreadpool_t pool) { check(xnn_run_operator(op.get(), pool), "xnn_run_operator"); }
 
 } // namespace onnxstream::xnn
 
 namespace onnxstream {
 void init_kernels() { xnn::ensure_initialized(); }
+
+const char *kernel_library_description() { return xnn::api_description(); }
 
 bool cpu_has_fp16_arithmetic() {
     // cpuinfo_initialize is idempotent and thread-safe; when it fails (unreadable /proc on some

@@ -34,6 +34,7 @@ int main(void) {
     void (*fns[])(void) = {
         (void (*)(void))onnxstream_version,
         (void (*)(void))onnxstream_version_string,
+        (void (*)(void))onnxstream_kernel_library,
         (void (*)(void))onnxstream_status_name,
         (void (*)(void))onnxstream_dtype_name,
         (void (*)(void))onnxstream_dtype_size,

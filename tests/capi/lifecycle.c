@@ -18,6 +18,9 @@ static void test_versions(void) {
              ONNXSTREAM_VERSION_PATCH);
     CHECK(onnxstream_version_string() != NULL);
     CHECK(strcmp(onnxstream_version_string(), expected) == 0);
+    /* Names the kernel library and its API generation (both XNNPACK generations are supported). */
+    CHECK(onnxstream_kernel_library() != NULL);
+    CHECK(strncmp(onnxstream_kernel_library(), "XNNPACK 20", 10) == 0);
 }
 
 static void test_names(void) {

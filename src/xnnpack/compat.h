@@ -1,0 +1,90 @@
+// The one place that knows which generation of XNNPACK's operator API this build compiles against. The
+// family wrappers (conv.cpp, matmul.cpp, ...) call these and never an API-specific XNNPACK function.
+//
+// Debian 12 ships a 2022-02 snapshot; Debian 13 (and so Raspberry Pi OS trixie) a 2024-11 one. Between the
+// two, XNNPACK:
+//  - added a code cache and a weights cache argument after `flags` in every xnn_create_* of a weighted op;
+//  - split xnn_setup_*(op, sizes..., buffers, pool) into xnn_reshape_*(op, sizes..., pool), which may ask
+//    for a workspace, and xnn_setup_*(op, [workspace,] buffers);
+//  - replaced the per-op unary operators (xnn_create_abs_nc_f32, ...) with one unary_elementwise operator;
+//  - renamed the per-channel int8 convolution from qc8 to qs8_qc8w.
+// meson.build defines ONNXSTREAM_XNNPACK_2024 (to 1 or 0) after probing for xnn_reshape_convolution2d_nhwc_f32.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "xnnpack/xnn.h"
+#include "xnnpack/xnnpack_config.h"
+
+#ifndef ONNXSTREAM_XNNPACK_2024
+#error "ONNXSTREAM_XNNPACK_2024 must be defined by the build (src/xnnpack/meson.build)"
+#endif
+
+namespace onnxstream::xnn {
+
+// Which API this build uses, for version strings and run reports.
+const char *api_description();
+
+// Calls an xnn_create_* of a weighted operator: `args` are the arguments up to and including `flags`.
+// No code or weights cache is used: onnxstream keeps its own packed-weight cache (src/weights/).
+template <typename Create, typename... Args>
+enum xnn_status create_operator(Create create, xnn_operator_t *out, Args... args) {
+#if ONNXSTREAM_XNNPACK_2024
+    return create(args..., /*code_cache=*/nullptr, /*weights_cache=*/nullptr, out);
+#else
+    return create(args..., out);
+#endif
+}
+
+// Scratch memory an operator asks for at reshape time (2024 API convolutions); kept with the operator so
+// repeated runs of one size reuse it.
+class Workspace {
+public:
+    Workspace() = default;
+    ~Workspace();
+    Workspace(const Workspace &) = delete;
+    Workspace &operator=(const Workspace &) = delete;
+    // A block of at least `bytes` aligned to `alignment`; null when bytes is 0. Throws OUT_OF_MEMORY.
+    void *reserve(size_t bytes, size_t alignment);
+
+private:
+    void *data_ = nullptr;
+    size_t bytes_ = 0, alignment_ = 0;
+};
+
+// Shape a created operator for one run and bind its buffers (then xnn::run it). Each throws Error naming the
+// failing XNNPACK call.
+void setup_conv2d_f32(xnn_operator_t op, Workspace &ws, size_t batch, size_t in_h, size_t in_w, const float *input,
+                      float *output, pthreadpool_t pool);
+void setup_conv2d_f16(xnn_operator_t op, Workspace &ws, size_t batch, size_t in_h, size_t in_w, const void *input,
+                      void *output, pthreadpool_t pool);
+void setup_conv2d_qu8(xnn_operator_t op, Workspace &ws, size_t batch, size_t in_h, size_t in_w,
+                      const uint8_t *input, uint8_t *output, pthreadpool_t pool);
+void setup_conv2d_qs8_qc8w(xnn_operator_t op, Workspace &ws, size_t batch, size_t in_h, size_t in_w,
+                           const int8_t *input, int8_t *output, pthreadpool_t pool);
+void setup_deconv2d_f32(xnn_operator_t op, size_t batch, size_t in_h, size_t in_w, uint32_t adjustment_h,
+                        uint32_t adjustment_w, const float *input, float *output, pthreadpool_t pool);
+void setup_fully_connected_f32(xnn_operator_t op, size_t batch, const float *x, float *y, pthreadpool_t pool);
+void setup_fully_connected_f16(xnn_operator_t op, size_t batch, const void *x, void *y, pthreadpool_t pool);
+void setup_fully_connected_qu8(xnn_operator_t op, size_t batch, const uint8_t *x, uint8_t *y, pthreadpool_t pool);
+
+// The per-channel int8 convolution's create function (qc8 in 2022, qs8_qc8w in 2024; same arguments).
+enum xnn_status create_conv2d_qs8_qc8w(uint32_t pad_top, uint32_t pad_right, uint32_t pad_bottom,
+                                       uint32_t pad_left, uint32_t kernel_h, uint32_t kernel_w, uint32_t stride_h,
+                                       uint32_t stride_w, uint32_t dilation_h, uint32_t dilation_w, uint32_t groups,
+                                       size_t group_in, size_t group_out, size_t in_stride, size_t out_stride,
+                                       int8_t input_zero_point, float input_scale, const float *kernel_scales,
+                                       const int8_t *kernel, const int32_t *bias, int8_t output_zero_point,
+                                       float output_scale, int8_t output_min, int8_t output_max, uint32_t flags,
+                                       xnn_operator_t *out);
+
+// Softmax over `rows` contiguous rows of `channels` floats, created, run and deleted.
+void run_softmax_f32(size_t rows, size_t channels, const float *x, float *y, pthreadpool_t pool);
+
+// Element-wise float32 unary operators over n contiguous values, created, run and deleted. `param` is the
+// slope of LeakyRelu and the alpha of Elu, unused otherwise.
+enum class UnaryKind { Abs, Negate, SquareRoot, Floor, Ceiling, RoundEven, Sigmoid, HardSwish, LeakyRelu, Elu };
+void run_unary_f32(UnaryKind kind, float param, const float *in, float *out, size_t n, pthreadpool_t pool);
+
+} // namespace onnxstream::xnn
