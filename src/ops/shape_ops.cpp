@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "ops/registry.h"
 #include "ops/shape_common.h"
@@ -382,7 +383,10 @@ std::vector<TensorInfo> range_infer(const InferContext &ctx) {
             ctx.error("model.txt declares a rank-", d.size(), " output but Range makes 1-D tensors");
         return {TensorInfo{dt, d, {}}};
     }
-    return {TensorInfo{dt, {range_count(ctx.node.where, dt, range_args(t))}, {}}};
+    // A named one-element shape: g++ 14 misreads the copy of a braced one-element vector here
+    // (-Warray-bounds false positive).
+    Shape shape(1, range_count(ctx.node.where, dt, range_args(t)));
+    return {TensorInfo{dt, std::move(shape), {}}};
 }
 
 void range_run(RunContext &ctx) {

@@ -1,0 +1,87 @@
+#!/bin/sh
+# Build and test onnxstream on Debian 13 "trixie" (XNNPACK 2024-11, g++ 14, libonnx 1.17) from a Debian 12 host,
+# without touching the host's apt sources: mmdebstrap makes a trixie root from Debian's packages, the
+# checkout and ../shared are bind-mounted at the same paths inside it (in a private mount namespace, so
+# nothing stays mounted afterwards), and the build and `meson test` run under chroot. Needs root and
+# Debian's `mmdebstrap`.
+#
+#   scripts/debian13.sh [test] [MESON_TEST_ARGS...]   build, then meson test (e.g. --suite ops --suite e2e)
+#   scripts/debian13.sh build                         build only
+#   scripts/debian13.sh exec COMMAND [ARGS...]        run a command in the root, in the checkout
+#
+# DEBIAN13_ROOT    where the root lives (default /var/tmp/onnxstream-debian13); made once, then reused
+# DEBIAN13_BUILD   build folder inside the checkout (default build-debian13)
+# DEBIAN13_CC      gcc (default) or clang
+# DEBIAN13_MOUNTS  more host folders to mount at the same paths, separated by ':' (e.g. a benchmark's work folder)
+set -eu
+src=$(cd "$(dirname "$0")/.." && pwd)
+shared=$(cd "$src/.." && pwd)/shared
+root=${DEBIAN13_ROOT:-/var/tmp/onnxstream-debian13}
+build=${DEBIAN13_BUILD:-build-debian13}
+mode=test
+case ${1:-} in test|build|exec) mode=$1; shift ;; esac
+
+# Build and test dependencies, all from trixie itself. onnxruntime-node (the test reference) comes from
+# npm into tests/tools/node_modules of the checkout, shared with the host.
+packages=build-essential,pkg-config,meson,ninja-build,clang,\
+libxnnpack-dev,libcpuinfo-dev,libpthreadpool-dev,libpng-dev,zlib1g-dev,\
+libonnx-dev,libprotobuf-dev,protobuf-compiler,libgtest-dev,libbenchmark-dev,\
+python3,python3-numpy,python3-onnx,python3-torch,python3-pil,nodejs,npm,cargo,golang-go,time,ca-certificates
+
+start=$(date +%s)
+if [ ! -x "$root/usr/bin/meson" ]; then
+    echo "debian13: making a trixie root in $root"
+    rm -rf "$root"
+    # A mirror caught mid-sync fails the index download ("unexpected size"): retry.
+    tries=0
+    until mmdebstrap --quiet --variant=apt --include="$packages" trixie "$root"; do
+        tries=$((tries + 1))
+        [ $tries -lt 3 ] || { echo "debian13: mmdebstrap failed $tries times" >&2; exit 1; }
+        rm -rf "$root"
+        sleep 20
+    done
+    echo "debian13: root ready in $(( $(date +%s) - start )) s"
+fi
+cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+
+case ${DEBIAN13_CC:-gcc} in
+    gcc) cc_env="CC=gcc CXX=g++" ;;
+    clang) cc_env="CC=clang CXX=clang++" ;;
+    *) echo "debian13: DEBIAN13_CC must be gcc or clang" >&2; exit 2 ;;
+esac
+
+# Runs "$@" inside the root, in the checkout, with the mounts it needs.
+in_root() {
+    unshare --mount --propagation private sh -eu -c '
+        root=$1 mounts=$2; shift 2
+        IFS=:
+        for d in $mounts; do [ -n "$d" ] || continue; mkdir -p "$root$d"; mount --bind "$d" "$root$d"; done
+        unset IFS
+        mount -t proc proc "$root/proc"
+        mount --rbind /dev "$root/dev"
+        mount --rbind /sys "$root/sys"
+        exec chroot "$root" "$@"
+    ' debian13 "$root" "$src:$shared:${DEBIAN13_MOUNTS:-}" \
+        /usr/bin/env HOME=/root PATH=/usr/local/bin:/usr/bin:/bin $cc_env sh -eu -c 'cd "$0"; exec "$@"' "$src" "$@"
+}
+
+if [ "$mode" = exec ]; then
+    in_root "$@"
+    exit
+fi
+
+in_root sh -eu -c '
+    build=$1 mode=$2; shift 2
+    echo "debian13: $(. /etc/os-release; echo "$PRETTY_NAME"), $(${CXX} --version | head -n 1)"
+    [ -d tests/tools/node_modules ] || (cd tests/tools && npm ci --ignore-scripts --no-audit --no-fund)
+    [ -f "$build/build.ninja" ] || meson setup "$build" --buildtype=release -Dtests=enabled
+    t=$(date +%s)
+    ninja -C "$build"
+    echo "debian13: build $(( $(date +%s) - t )) s"
+    "$build/src/tools/onnxstream-run" --version
+    [ "$mode" = test ] || exit 0
+    t=$(date +%s)
+    meson test -C "$build" --print-errorlogs --num-processes 2 "$@"
+    echo "debian13: tests $(( $(date +%s) - t )) s"
+' debian13-build "$build" "$mode" "$@"
+echo "debian13: done in $(( $(date +%s) - start )) s"
