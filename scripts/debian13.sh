@@ -8,6 +8,8 @@
 #   scripts/debian13.sh [test] [MESON_TEST_ARGS...]   build, then meson test (e.g. --suite ops --suite e2e)
 #   scripts/debian13.sh build                         build only
 #   scripts/debian13.sh exec COMMAND [ARGS...]        run a command in the root, in the checkout
+#   scripts/debian13.sh arm64 [MESON_TEST_ARGS...]    cross-build for arm64 against trixie's arm64 libraries
+#                                                     (cross/sysroot.sh inside the root) and test under qemu
 #
 # DEBIAN13_ROOT    where the root lives (default /var/tmp/onnxstream-debian13); made once, then reused
 # DEBIAN13_BUILD   build folder inside the checkout (default build-debian13)
@@ -19,7 +21,7 @@ shared=$(cd "$src/.." && pwd)/shared
 root=${DEBIAN13_ROOT:-/var/tmp/onnxstream-debian13}
 build=${DEBIAN13_BUILD:-build-debian13}
 mode=test
-case ${1:-} in test|build|exec) mode=$1; shift ;; esac
+case ${1:-} in test|build|exec|arm64) mode=$1; shift ;; esac
 
 # Build and test dependencies, all from trixie itself. onnxruntime-node (the test reference) comes from
 # npm into tests/tools/node_modules of the checkout, shared with the host.
@@ -67,6 +69,31 @@ in_root() {
 
 if [ "$mode" = exec ]; then
     in_root "$@"
+    exit
+fi
+
+if [ "$mode" = arm64 ]; then
+    # trixie's own cross compiler (g++ 14) and qemu; the arm64 libraries unpacked by cross/sysroot.sh into the
+    # root's /opt, where cross/aarch64-linux-gnu.ini looks for them.
+    in_root sh -eu -c '
+        build=$1; shift
+        if [ ! -x /usr/bin/aarch64-linux-gnu-g++ ] || [ ! -x /usr/bin/qemu-aarch64-static ]; then
+            dpkg --add-architecture arm64
+            n=0; until apt-get update -qq; do n=$((n + 1)); [ $n -lt 3 ] || exit 1; sleep 20; done
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+                crossbuild-essential-arm64 qemu-user-static >/dev/null
+        fi
+        [ -d /opt/onnxstream-cross/aarch64-linux-gnu ] || bash cross/sysroot.sh arm64
+        [ -f "$build/build.ninja" ] ||
+            meson setup "$build" --cross-file cross/aarch64-linux-gnu.ini --buildtype=release -Dtests=enabled
+        t=$(date +%s)
+        ninja -C "$build"
+        echo "debian13 arm64: build $(( $(date +%s) - t )) s"
+        t=$(date +%s)
+        meson test -C "$build" --print-errorlogs --num-processes 2 "$@"
+        echo "debian13 arm64: tests $(( $(date +%s) - t )) s"
+    ' debian13-arm64 "${DEBIAN13_BUILD:-build-debian13-arm64}" "$@"
+    echo "debian13: done in $(( $(date +%s) - start )) s"
     exit
 fi
 

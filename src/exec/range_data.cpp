@@ -117,7 +117,7 @@ std::vector<NodeActivationRanges> resolve_ranges(const Graph &graph, const Range
     return out;
 }
 
-RangeRecorder::RangeRecorder(const Graph &graph) : graph_(graph), keys_(graph.values().size()) {
+RangeRecorder::RangeRecorder(const Graph &graph) : keys_(graph.values().size()) {
     for (const Node &n : graph.nodes()) {
         if (!is_w8a8_op_type(n.line->type)) continue;
         if (!n.inputs.empty() && n.inputs[0].kind == NodeInput::Value)

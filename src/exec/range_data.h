@@ -51,7 +51,6 @@ public:
     void clear() { ranges_.clear(); }
 
 private:
-    const Graph &graph_;
     std::vector<std::string> keys_; // per value: range key when the value is recorded, else ""
     RangeMap ranges_;
 };

@@ -84,7 +84,7 @@ void run_softmax_f32(size_t rows, size_t channels, const float *x, float *y, pth
 
 // Element-wise float32 unary operators over n contiguous values, created, run and deleted. `param` is the
 // slope of LeakyRelu and the alpha of Elu, unused otherwise.
-enum class UnaryKind { Abs, Negate, SquareRoot, Floor, Ceiling, RoundEven, Sigmoid, HardSwish, LeakyRelu, Elu };
+enum class UnaryKind { Abs, Negate, Floor, Ceiling, RoundEven, Sigmoid, HardSwish, LeakyRelu, Elu };
 void run_unary_f32(UnaryKind kind, float param, const float *in, float *out, size_t n, pthreadpool_t pool);
 
 } // namespace onnxstream::xnn

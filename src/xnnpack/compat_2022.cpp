@@ -100,7 +100,6 @@ void run_unary_f32(UnaryKind kind, float param, const float *in, float *out, siz
     switch (kind) {
     case UnaryKind::Abs: ONNXSTREAM_XNN_UNARY(abs, (n, n, n, 0, &raw)); break;
     case UnaryKind::Negate: ONNXSTREAM_XNN_UNARY(negate, (n, n, n, 0, &raw)); break;
-    case UnaryKind::SquareRoot: ONNXSTREAM_XNN_UNARY(square_root, (n, n, n, 0, &raw)); break;
     case UnaryKind::Floor: ONNXSTREAM_XNN_UNARY(floor, (n, n, n, 0, &raw)); break;
     case UnaryKind::Ceiling: ONNXSTREAM_XNN_UNARY(ceiling, (n, n, n, 0, &raw)); break;
     case UnaryKind::RoundEven: ONNXSTREAM_XNN_UNARY(bankers_rounding, (n, n, n, 0, &raw)); break;

@@ -3,8 +3,6 @@
 // unary_elementwise operator with a kind.
 #include "xnnpack/compat.h"
 
-#include <cmath>
-
 namespace onnxstream::xnn {
 
 const char *api_description() { return "XNNPACK 2024-11 API (create, reshape, setup)"; }
@@ -98,33 +96,13 @@ void run_softmax_f32(size_t rows, size_t channels, const float *x, float *y, pth
     run(op, pool);
 }
 
-namespace {
-// XNNPACK 2024-11's float32 square root returns NaN for +inf (IEEE and ONNX Runtime: +inf; found by the ops
-// suite's sqrt_nan_inf case), so square roots are computed here, split over the thread pool.
-void square_root_f32(const float *in, float *out, size_t n, pthreadpool_t pool) {
-    struct Range {
-        const float *in;
-        float *out;
-    } range{in, out};
-    pthreadpool_parallelize_1d_tile_1d(
-        pool,
-        [](void *context, size_t start, size_t count) {
-            const Range &r = *static_cast<const Range *>(context);
-            for (size_t i = start; i < start + count; ++i) r.out[i] = std::sqrt(r.in[i]);
-        },
-        &range, n, /*tile=*/16384, /*flags=*/0);
-}
-} // namespace
-
 void run_unary_f32(UnaryKind kind, float param, const float *in, float *out, size_t n, pthreadpool_t pool) {
-    if (kind == UnaryKind::SquareRoot) return square_root_f32(in, out, n, pool);
     enum xnn_unary_operator type = xnn_unary_invalid;
     union xnn_unary_params params {};
     const union xnn_unary_params *params_ptr = nullptr;
     switch (kind) {
     case UnaryKind::Abs: type = xnn_unary_abs; break;
     case UnaryKind::Negate: type = xnn_unary_negate; break;
-    case UnaryKind::SquareRoot: type = xnn_unary_square_root; break;
     case UnaryKind::Floor: type = xnn_unary_floor; break;
     case UnaryKind::Ceiling: type = xnn_unary_ceiling; break;
     case UnaryKind::RoundEven: type = xnn_unary_bankers_rounding; break;

@@ -9,7 +9,6 @@ UnaryKind kind_of(Unary op) {
     switch (op) {
     case Unary::Abs: return UnaryKind::Abs;
     case Unary::Negate: return UnaryKind::Negate;
-    case Unary::SquareRoot: return UnaryKind::SquareRoot;
     case Unary::Floor: return UnaryKind::Floor;
     case Unary::Ceiling: return UnaryKind::Ceiling;
     case Unary::RoundEven: return UnaryKind::RoundEven;

@@ -10,8 +10,8 @@ namespace onnxstream::xnn {
 
 // The kernels used here all map NaN to NaN, as ONNX Runtime does. (XNNPACK's clamp and the output clamp of
 // its binary operators do not: they turn NaN into the lower bound, so Relu, Clip and Add/Sub/Mul/Div do not
-// use XNNPACK.)
-enum class Unary { Abs, Negate, SquareRoot, Floor, Ceiling, RoundEven, Sigmoid, HardSwish };
+// use XNNPACK; Sqrt does not either: XNNPACK 2024-11's float32 square root maps +inf to NaN.)
+enum class Unary { Abs, Negate, Floor, Ceiling, RoundEven, Sigmoid, HardSwish };
 void unary_f32(Unary op, const float *in, float *out, size_t n, pthreadpool_t pool);
 
 // x < 0 ? slope * x : x; requires a finite slope.
