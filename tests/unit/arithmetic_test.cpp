@@ -133,8 +133,9 @@ TEST(arithmetic, auto_follows_cpuinfo) {
 #endif
     // Set by CI where the (emulated) CPU is known: 1 for ARMv8.2 with FP16 (qemu -cpu max, a Pi 5), 0 for
     // ARMv8.0 (cortex-a53: a Pi Zero 2 or 3), so a cpuinfo misreading cannot pass unnoticed.
-    if (const char *expect = std::getenv("ONNXSTREAM_EXPECT_FP16_ARITHMETIC"))
+    if (const char *expect = std::getenv("ONNXSTREAM_EXPECT_FP16_ARITHMETIC")) {
         EXPECT_EQ(model->fp16_arithmetic(), std::string(expect) == "1") << "ONNXSTREAM_EXPECT_FP16_ARITHMETIC=" << expect;
+    }
     model->run({});
     expect_all_close(*model, f);
 
