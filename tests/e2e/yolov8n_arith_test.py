@@ -4,11 +4,13 @@
 - the float32 model of ../shared (arithmetic auto: always float32): relative L2 <= 1e-4;
 - yolov8n.onnx converted with `onnxstream-convert --fp16`, --arithmetic auto: relative L2 <= 1e-2, whichever
   arithmetic auto picked (float16 weights widened, or XNNPACK's f16 kernels on CPUs with float16 arithmetic);
-- the same with --arithmetic fp16 forced: completes on every CPU (ops fall back to float32 where the CPU has
-  no float16 arithmetic), relative L2 <= 1e-2.
-ONNXSTREAM_EXPECT_FP16_ARITHMETIC=1 (an ARMv8.2 CPU with FP16, e.g. qemu -cpu max) requires auto to pick
-float16 and every Conv/MatMul/Gemm to run in it; =0 (e.g. qemu -cpu cortex-a53) requires float32 under auto
-and the forced run to fall back. Prints each figure.
+- the same with --arithmetic fp16 forced: completes on every CPU, relative L2 <= 1e-2.
+`--fp16` stores weights as float16 but keeps float32 activations, and the arithmetic option only changes ops
+on float16 activations (README, "float16 arithmetic"): the run reports the resolved arithmetic while every
+op still computes in float32 (0 fp16 ops, 0 fallbacks), which is checked too. The f16 kernels themselves are
+checked by the ops suite's float16 cases.
+ONNXSTREAM_EXPECT_FP16_ARITHMETIC=1 (an ARMv8.2 CPU with FP16, e.g. qemu -cpu max) requires auto to resolve
+to fp16; =0 (e.g. qemu -cpu cortex-a53) to fp32. Prints each figure.
 usage: yolov8n_arith_test.py --run RUN --convert CONVERT --shared SHARED_DIR --work DIR
 """
 import argparse
@@ -77,15 +79,12 @@ def main():
     if expect is not None:
         want = "fp16" if expect == "1" else "fp32"
         check(st["arithmetic"] == want, "auto picks %s on this CPU (ONNXSTREAM_EXPECT_FP16_ARITHMETIC=%s)" % (want, expect))
-        if expect == "1":
-            check(st["fp16_ops"] > 0 and st["fp16_fallbacks"] == 0, "every float16 op ran in fp16")
 
     got, st = run(run_exe, fp16_model, image, os.path.join(a.work, "fp16_forced"), "fp16")
     e = rel_l2(got)
-    check(e <= 1e-2, "float16 weights, fp16 forced: %d ops in fp16, %d fell back to fp32, relative L2 %.3g (<= 1e-2)"
-          % (st["fp16_ops"], st["fp16_fallbacks"], e))
-    if expect == "0":
-        check(st["fp16_ops"] == 0 and st["fp16_fallbacks"] > 0, "without fp16 arithmetic every op fell back")
+    check(e <= 1e-2, "float16 weights, fp16 forced: arithmetic %s, relative L2 %.3g (<= 1e-2)" % (st["arithmetic"], e))
+    check(st["arithmetic"] == "fp16" and st["fp16_ops"] == 0 and st["fp16_fallbacks"] == 0,
+          "float32 activations compute in float32 (%d ops in fp16, %d fell back)" % (st["fp16_ops"], st["fp16_fallbacks"]))
     shutil.rmtree(a.work, ignore_errors=True)
     if failures:
         sys.exit("%d check(s) failed" % len(failures))

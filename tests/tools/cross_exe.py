@@ -1,6 +1,7 @@
 """Programs of a cross build (aarch64/armhf under qemu) called from the test scripts, which run natively.
 
-meson test puts the cross file's exe_wrapper in MESON_EXE_WRAPPER for the tests of a cross build; a program
+meson test puts the cross file's exe_wrapper in MESON_EXE_WRAPPER for the tests of a cross build whose
+arguments include a built program (pass the target itself in meson.build, not its full_path()); a program
 path given to a script is replaced by a small shell script that runs it through that wrapper, so the
 scripts keep calling one path. Native builds get their paths back unchanged.
 """
