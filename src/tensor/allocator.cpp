@@ -89,7 +89,8 @@ std::shared_ptr<Storage> map_storage(size_t bytes, size_t total, const std::shar
 
 std::shared_ptr<Storage> Allocator::allocate(size_t bytes) const {
     if (bytes > SIZE_MAX / 2)
-        fail(ONNXSTREAM_ERR_OUT_OF_MEMORY, "cannot allocate a tensor of ", bytes, " bytes");
+        fail(ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory: a tensor of ", format_bytes(bytes), " (", bytes,
+             " bytes) is more than half of this ", sizeof(void *) * 8, "-bit process's address space");
     count_allocation(bytes);
     size_t total = (bytes + kTensorPadding + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
     counter_->add(bytes);

@@ -5,6 +5,14 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuinfo.h>
 #include <immintrin.h>
+#define ONNXSTREAM_HALF_X86 1
+#elif defined(__aarch64__) || \
+    (defined(__ARM_NEON) && defined(__ARM_FP) && (__ARM_FP & 2) && defined(__ARM_FP16_FORMAT_IEEE))
+// 32-bit ARM needs -mfpu=neon-vfpv4 (or neon-fp16) for the conversion instructions and -mfp16-format=ieee for
+// the float16 vector types (both set for armhf builds: cross/arm-linux-gnueabihf.ini, meson.build).
+#include <arm_neon.h>
+#include <cpuinfo.h>
+#define ONNXSTREAM_HALF_NEON 1
 #endif
 
 namespace onnxstream {
@@ -67,7 +75,7 @@ uint16_t float_to_half(float f) {
 
 namespace {
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(ONNXSTREAM_HALF_X86)
 // F16C converts 8 values per instruction with the same IEEE round-to-nearest-even; weights of an fp16
 // model are widened on every run, so this is on the hot path (the scalar loop was ~4 % of an SD UNet
 // run). Compiled for F16C here and chosen at run time, so the library still runs on CPUs without it.
@@ -93,25 +101,62 @@ __attribute__((target("avx,f16c"))) void float_to_half_f16c(const float *src, ui
 }
 
 // cpuinfo rather than __builtin_cpu_supports: clang 14 rejects the "f16c" feature string.
-bool cpu_has_f16c() {
+bool cpu_has_vector_half() {
     static const bool has = cpuinfo_initialize() && cpuinfo_has_x86_avx() && cpuinfo_has_x86_f16c();
     return has;
 }
+void half_to_float_vector(const uint16_t *src, float *dst, size_t n) { half_to_float_f16c(src, dst, n); }
+void float_to_half_vector(const float *src, uint16_t *dst, size_t n) { float_to_half_f16c(src, dst, n); }
+#elif defined(ONNXSTREAM_HALF_NEON)
+// The NEON twin of the F16C path: 4 values per conversion instruction, round-to-nearest-even as the scalar
+// code. Hardware NaNs differ from the portable path's (AArch32 NEON always returns the default NaN, AArch64
+// keeps payload bits), so NaN lanes get the scalar result: sign kept, canonical 0x7E00.
+void half_to_float_vector(const uint16_t *src, float *dst, size_t n) {
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(src + i))));
+    for (; i < n; ++i) dst[i] = half_to_float(src[i]);
+}
+
+void float_to_half_vector(const float *src, uint16_t *dst, size_t n) {
+    const uint16x4_t canonical_nan = vdup_n_u16(0x7E00);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float32x4_t v = vld1q_f32(src + i);
+        const uint16x4_t ordered = vmovn_u32(vceqq_f32(v, v));
+        const uint16x4_t sign = vand_u16(vshrn_n_u32(vreinterpretq_u32_f32(v), 16), vdup_n_u16(0x8000));
+        const uint16x4_t h = vreinterpret_u16_f16(vcvt_f16_f32(v));
+        vst1_u16(dst + i, vbsl_u16(ordered, h, vorr_u16(sign, canonical_nan)));
+    }
+    for (; i < n; ++i) dst[i] = float_to_half(src[i]);
+}
+
+#if defined(__aarch64__)
+// Every AArch64 CPU has NEON with the half-precision conversions.
+bool cpu_has_vector_half() { return true; }
 #else
-bool cpu_has_f16c() { return false; }
-void half_to_float_f16c(const uint16_t *, float *, size_t) {}
-void float_to_half_f16c(const float *, uint16_t *, size_t) {}
+// ARMv7 made NEON and the half-precision extension optional (a Cortex-A9 may lack either).
+bool cpu_has_vector_half() {
+    static const bool has = cpuinfo_initialize() && cpuinfo_has_arm_neon_fp16();
+    return has;
+}
+#endif
+#else
+bool cpu_has_vector_half() { return false; }
+void half_to_float_vector(const uint16_t *, float *, size_t) {}
+void float_to_half_vector(const float *, uint16_t *, size_t) {}
 #endif
 
 } // namespace
 
+bool half_vector_conversions() { return cpu_has_vector_half(); }
+
 void half_to_float_n(const uint16_t *src, float *dst, size_t n) {
-    if (cpu_has_f16c()) return half_to_float_f16c(src, dst, n);
+    if (cpu_has_vector_half()) return half_to_float_vector(src, dst, n);
     for (size_t i = 0; i < n; ++i) dst[i] = half_to_float(src[i]);
 }
 
 void float_to_half_n(const float *src, uint16_t *dst, size_t n) {
-    if (cpu_has_f16c()) return float_to_half_f16c(src, dst, n);
+    if (cpu_has_vector_half()) return float_to_half_vector(src, dst, n);
     for (size_t i = 0; i < n; ++i) dst[i] = float_to_half(src[i]);
 }
 

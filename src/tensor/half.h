@@ -10,5 +10,8 @@ float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);
 void half_to_float_n(const uint16_t *src, float *dst, size_t n);
 void float_to_half_n(const float *src, uint16_t *dst, size_t n);
+// True when the two bulk conversions above use the CPU's conversion instructions (x86 F16C, ARM NEON) rather
+// than the scalar code; the tests use it to know which path they checked.
+bool half_vector_conversions();
 
 } // namespace onnxstream

@@ -26,6 +26,12 @@ public:
         void *p = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
         int err = errno;
         ::close(fd);
+        // ENOMEM: no free range of address space that large (a 32-bit process has about 3 GB in all, in
+        // pieces), not an I/O problem with the file.
+        if (p == MAP_FAILED && err == ENOMEM)
+            fail(ONNXSTREAM_ERR_OUT_OF_MEMORY, "cannot map weight file ", file.path, " (", bytes,
+                 " bytes): no room in the address space (", std::strerror(err),
+                 "); the nocache or prefetch provider reads weights instead of mapping them");
         if (p == MAP_FAILED) fail(ONNXSTREAM_ERR_IO, "cannot map weight file ", file.path, ": ", std::strerror(err));
         bytes_read_ += bytes; // paged in lazily while the op computes
         Tensor t(spec.dtype, spec.shape, borrow_storage(p, bytes, [p, bytes]() { ::munmap(p, bytes); }));

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <functional>
+#include <limits>
 #include <fcntl.h>
 #include <map>
 #include <random>
@@ -363,7 +364,12 @@ struct Mapping {
     }
 };
 
+// nullptr with errno set on failure; ENOMEM when the file cannot fit the address space (32-bit builds).
 std::shared_ptr<Mapping> map_file(int fd, uint64_t bytes) {
+    if (bytes > std::numeric_limits<size_t>::max()) {
+        errno = ENOMEM;
+        return nullptr;
+    }
     auto m = std::make_shared<Mapping>();
     void *p = ::mmap(nullptr, static_cast<size_t>(bytes), PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) return nullptr;
@@ -682,6 +688,10 @@ private:
             struct stat st;
             ::fstat(fd.get(), &st);
             auto map = map_file(fd.get(), static_cast<uint64_t>(st.st_size));
+            if (!map && errno == ENOMEM)
+                fail(ONNXSTREAM_ERR_OUT_OF_MEMORY, "cannot map weights cache file ", tmp, " (",
+                     static_cast<uint64_t>(st.st_size), " bytes): no room in the address space (",
+                     std::strerror(errno), "); a 32-bit process maps about 3 GB in all");
             if (!map) fail(ONNXSTREAM_ERR_IO, "cannot map weights cache file ", tmp, ": ", std::strerror(errno));
             if (::rename(tmp.c_str(), path_.c_str()) != 0)
                 fail(ONNXSTREAM_ERR_IO, "cannot rename ", tmp, " to ", path_, ": ", std::strerror(errno));

@@ -4,12 +4,18 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include "util/error.h"
 #include "util/paths.h"
 #include "util/strings.h"
 #include "weights/provider.h"
+
+// Weight files beyond 2 GiB (an SD 1.5 UNet's fp32 weights are 3.4 GB in all) need a 64-bit off_t on
+// 32-bit ARM; meson defines _FILE_OFFSET_BITS=64 for every build.
+static_assert(sizeof(off_t) == 8, "weight files need a 64-bit off_t: build with -D_FILE_OFFSET_BITS=64");
 
 namespace onnxstream {
 
@@ -58,7 +64,16 @@ Tensor WeightsProvider::read_counted(const WeightSpec &spec, const Allocator &al
 }
 
 ResolvedWeight resolve_weight_file(const std::string &folder, const WeightSpec &spec) {
-    const uint64_t expected = spec.byte_size();
+    // In 64 bits: on a 32-bit build spec.byte_size() (a size_t) would wrap for a weight of 4 GiB or more
+    // and the size check below would compare the file with the wrapped count.
+    uint64_t expected = 0;
+    const int64_t numel = shape_numel(spec.shape);
+    if (numel < 0 || __builtin_mul_overflow(static_cast<uint64_t>(numel), dtype_size(spec.dtype), &expected))
+        fail(ONNXSTREAM_ERR_INVALID_MODEL, "weight ", spec.file, " has an invalid shape ", shape_str(spec.shape));
+    if (expected > std::numeric_limits<size_t>::max())
+        fail(ONNXSTREAM_ERR_OUT_OF_MEMORY, "weight ", spec.file, " (", dtype_name(spec.dtype), " ",
+             shape_str(spec.shape), ") has ", expected, " bytes, more than this ", sizeof(void *) * 8,
+             "-bit process can address");
     std::string twin;
     if (spec.shape.size() == 4 && ends_with(spec.file, "_nchw.bin"))
         twin = spec.file.substr(0, spec.file.size() - 9) + "_nhwc.bin";
@@ -125,7 +140,9 @@ Tensor read_weight_rows(const ResolvedWeight &file, const WeightSpec &spec, int6
     FILE *f = std::fopen(file.path.c_str(), "rb");
     if (!f) fail(ONNXSTREAM_ERR_IO, "cannot open weight file ", file.path, ": ", std::strerror(errno));
     size_t got = 0;
-    if (fseeko(f, static_cast<off_t>(row_bytes * static_cast<size_t>(begin)), SEEK_SET) == 0)
+    // The offset in 64 bits: row_bytes * begin passes 4 GiB in big weights read in chunks on 32-bit builds.
+    const uint64_t offset = static_cast<uint64_t>(row_bytes) * static_cast<uint64_t>(begin);
+    if (fseeko(f, static_cast<off_t>(offset), SEEK_SET) == 0)
         got = std::fread(t.raw(), 1, want, f);
     std::fclose(f);
     if (got != want)

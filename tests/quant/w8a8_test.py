@@ -27,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 
 import case_output  # noqa: E402
+import cross_exe  # noqa: E402
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -180,6 +181,7 @@ def main():
     ap.add_argument("--node", required=True)
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
+    a.convert, a.run = cross_exe.wrap(a.convert), cross_exe.wrap(a.run)
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
     rng = np.random.default_rng(7)

@@ -25,6 +25,7 @@ from PIL import Image
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import case_output  # noqa: E402
+import cross_exe  # noqa: E402
 
 LATENT_SCALE = 0.18215
 
@@ -128,6 +129,7 @@ def unet_variant(convert, cases, models, folder, unet_case):
 
 def main():
     sd, convert, cases, shared, node = sys.argv[1:6]
+    sd, convert = cross_exe.wrap(sd), cross_exe.wrap(convert)
     tokenizer = os.path.join(shared, "data", "clip", "bpe_simple_vocab_16e6.txt.gz")
     work = tempfile.mkdtemp(prefix="onnxstream-sd-")
     try:

@@ -16,6 +16,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import cross_exe  # noqa: E402
+
 
 def image(x):
     return np.round(np.clip((x + 1) / 2, 0, 1) * 255)
@@ -28,6 +31,7 @@ def main():
     ap.add_argument("--run", required=True)
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
+    a.convert, a.run = cross_exe.wrap(a.convert), cross_exe.wrap(a.run)
     case = os.path.join(a.cases, "sd", "vae_decoder")
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)

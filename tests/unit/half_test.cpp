@@ -143,9 +143,15 @@ TEST(Half, BulkConversion) {
     EXPECT_EQ(back, f);
 }
 
-// The bulk functions take a vector path (F16C) when the CPU has one: it must give the same bits as the
+// The bulk functions take a vector path (F16C, NEON) when the CPU has one: it must give the same bits as the
 // scalar conversions checked above, for every half and for random floats (odd lengths hit the tails).
 TEST(Half, BulkPathsMatchTheCheckedScalarConversions) {
+    ::testing::Test::RecordProperty("vector_path", half_vector_conversions() ? "yes" : "no");
+#if defined(__aarch64__) || (defined(__ARM_NEON) && (__ARM_FP & 2) && defined(__ARM_FP16_FORMAT_IEEE))
+    // Every ARM CPU these builds run on (and the emulated ones of the tests) has the NEON conversions; a
+    // silent fall back to the scalar code would leave the NEON path unchecked.
+    ASSERT_TRUE(half_vector_conversions());
+#endif
     std::vector<uint16_t> every(65536 + 3);
     for (size_t i = 0; i < every.size(); ++i) every[i] = static_cast<uint16_t>(i);
     std::vector<float> wide(every.size());
@@ -166,6 +172,11 @@ TEST(Half, BulkPathsMatchTheCheckedScalarConversions) {
     floats[17] = std::numeric_limits<float>::quiet_NaN();
     floats[18] = -std::numeric_limits<float>::infinity();
     floats[40001] = 65520.0f; // rounds to infinity
+    floats[40002] = -std::numeric_limits<float>::quiet_NaN();
+    floats[40003] = 65519.996f; // largest float that rounds to 65504
+    floats[40004] = 0x1.0p-25f; // half of the smallest denormal half: ties to even, 0
+    floats[40005] = 0x1.8p-25f; // rounds up to the smallest denormal half
+    floats[40006] = 0x1.0p-140f; // a float denormal: flushed by AArch32 NEON's input, 0 either way
     std::vector<uint16_t> narrow(floats.size());
     float_to_half_n(floats.data(), narrow.data(), floats.size());
     for (size_t i = 0; i < floats.size(); ++i) ASSERT_EQ(narrow[i], float_to_half(floats[i])) << floats[i];

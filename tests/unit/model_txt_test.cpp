@@ -309,7 +309,7 @@ TEST(ModelTxt, WriteThenParseGivesTheSameModel) {
     w.is_weight = true;
     w.name = "w.bin";
     w.dtype = DType::U8;
-    w.quant = {true, 0.5, 7};
+    w.quant = {true, 0.5, 7, -1, nullptr};
     w.quant_text = "0.5,7";
     w.shape = {4, 2, 1, 1};
     TensorRef none;

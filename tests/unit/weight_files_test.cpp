@@ -1,9 +1,12 @@
 // Weight file resolution (OnnxStream's _nchw/_nhwc twins), size checks, OIHW<->OHWI transposition, and
 // the built-in file providers (nocache, mmap, ram) serving the right bytes in the wanted layout.
 #include <cstdint>
+#include <cstdio>
 #include <numeric>
 #include <string>
 #include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -146,7 +149,7 @@ TEST(ReadWeight, ContentsQuantAndExactSize) {
     TempDir dir;
     write_file(dir.file("q.bin"), std::string("\x01\x02\x03\xff", 4));
     WeightSpec s = spec_of("q.bin", {2, 2}, Layout::Plain, DType::U8);
-    s.quant = {true, 0.25, 3};
+    s.quant = {true, 0.25, 3, -1, nullptr};
     Allocator alloc;
     Tensor t = read_weight_file(resolve_weight_file(dir.path(), s), s, alloc);
     EXPECT_EQ(t.dtype(), DType::U8);
@@ -331,4 +334,80 @@ TEST(NocacheProvider, FreesAfterUse) {
         EXPECT_EQ(alloc.current_bytes(), 12u);
     }
     EXPECT_EQ(alloc.current_bytes(), 0u);
+}
+
+// ---- files past 2 and 4 GiB (32-bit builds: 32-bit size_t, off_t only 64-bit with _FILE_OFFSET_BITS) ----
+
+namespace {
+// A sparse file of `bytes` with `marker` written at `at`: big files without the disk space or the time.
+void write_sparse(const std::string &path, uint64_t bytes, uint64_t at, const std::string &marker) {
+    FILE *f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr) << path;
+    ASSERT_EQ(::ftruncate(fileno(f), static_cast<off_t>(bytes)), 0) << path;
+    ASSERT_EQ(fseeko(f, static_cast<off_t>(at), SEEK_SET), 0);
+    ASSERT_EQ(std::fwrite(marker.data(), 1, marker.size(), f), marker.size());
+    ASSERT_EQ(std::fclose(f), 0);
+}
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+} // namespace
+
+TEST(LargeWeightFiles, RowsPast2GiBReadBack) {
+    TempDir dir;
+    // 2 GiB + 8 KiB of uint8 rows of 4096; rows 524288 and 524289 start at 2 GiB and 2 GiB + 4 KiB.
+    const int64_t rows = (int64_t{1} << 19) + 2;
+    write_sparse(dir.file("big.bin"), 2 * kGiB + 8192, 2 * kGiB + 4095, "\x11\x22\x33");
+    WeightSpec s = spec_of("big.bin", {rows, 4096}, Layout::Plain, DType::U8);
+    ResolvedWeight file = resolve_weight_file(dir.path(), s);
+    Allocator alloc;
+    Tensor t = read_weight_rows(file, s, rows - 2, rows, alloc);
+    ASSERT_EQ(t.shape(), (Shape{2, 4096}));
+    const uint8_t *b = t.data<uint8_t>();
+    EXPECT_EQ(b[0], 0);
+    EXPECT_EQ(b[4095], 0x11);
+    EXPECT_EQ(b[4096], 0x22);
+    EXPECT_EQ(b[4097], 0x33);
+    EXPECT_EQ(b[8191], 0);
+}
+
+// The whole 2 GiB + 8 KiB mapped: on 64-bit always; a 32-bit process may not have a free range that large,
+// and then the refusal is an out-of-memory error that says so, never an I/O error or a short mapping.
+TEST(LargeWeightFiles, MappingPast2GiBWorksOrIsRefusedAsOutOfMemory) {
+    TempDir dir;
+    const int64_t rows = (int64_t{1} << 19) + 2;
+    write_sparse(dir.file("big.bin"), 2 * kGiB + 8192, 2 * kGiB + 8190, "\x5a\xa5");
+    auto p = make_mmap_provider();
+    p->set_folder(dir.path());
+    Allocator alloc;
+    WeightSpec s = spec_of("big.bin", {rows, 4096}, Layout::Plain, DType::U8);
+    try {
+        Tensor t = p->fetch(s, alloc);
+        EXPECT_EQ(t.data<uint8_t>()[2 * kGiB + 8190], 0x5a);
+        EXPECT_EQ(t.data<uint8_t>()[2 * kGiB + 8191], 0xa5);
+    } catch (const Error &e) {
+        EXPECT_EQ(sizeof(void *), 4u) << "a 64-bit process must map 2 GiB: " << e.what();
+        EXPECT_EQ(e.status(), ONNXSTREAM_ERR_OUT_OF_MEMORY) << e.what();
+        EXPECT_CONTAINS(e.what(), "address space");
+    }
+}
+
+TEST(LargeWeightFiles, ThirtyTwoBitBuildsRefuseWhatCannotFitTheAddressSpace) {
+    if (sizeof(void *) != 4) GTEST_SKIP() << "64-bit build: these sizes fit";
+    TempDir dir;
+    // 5 GiB: more bytes than a size_t counts. Every provider refuses it when the model is loaded.
+    write_sparse(dir.file("huge.bin"), 5 * kGiB, 0, "x");
+    WeightSpec huge = spec_of("huge.bin", {5, int64_t{1} << 30}, Layout::Plain, DType::U8);
+    for (auto &p : {make_nocache_provider(), make_mmap_provider()}) {
+        p->set_folder(dir.path());
+        std::string msg = expect_error(ONNXSTREAM_ERR_OUT_OF_MEMORY, [&] { p->validate(huge); });
+        EXPECT_CONTAINS(msg, "5368709120 bytes, more than this 32-bit process can address");
+    }
+    // 3.75 GiB counts in a size_t but no 32-bit process has that much contiguous address space free.
+    write_sparse(dir.file("wide.bin"), 3 * kGiB + 3 * kGiB / 4, 0, "x");
+    WeightSpec wide = spec_of("wide.bin", {15, int64_t{1} << 28}, Layout::Plain, DType::U8);
+    auto p = make_mmap_provider();
+    p->set_folder(dir.path());
+    p->validate(wide);
+    Allocator alloc;
+    std::string msg = expect_error(ONNXSTREAM_ERR_OUT_OF_MEMORY, [&] { p->fetch(wide, alloc); });
+    EXPECT_CONTAINS(msg, "no room in the address space");
 }

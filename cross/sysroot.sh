@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds the ARM library tree the cross files in this folder point at: Debian's arm64/armhf packages of the
+# libraries onnxstream links, unpacked (not installed) into /opt/onnxstream-cross/<triplet>.
+#
+# Why not `apt-get install libxnnpack-dev:arm64`: libxnnpack0, libxnnpack-dev, libpthreadpool0 and
+# libpthreadpool-dev are not Multi-Arch: same, so the arm64 builds replace the amd64 ones (and everything
+# built on them, python3-torch included); the Multi-Arch packages refuse to co-install whenever the amd64
+# machine has a security update that the arm64/armhf index does not list yet. Unpacking sidesteps both.
+# The same tree is the qemu -L prefix the cross files' exe_wrapper uses, so it carries the C library too.
+#
+# usage: cross/sysroot.sh arm64|armhf [dest]  (needs `dpkg --add-architecture <arch>` and `apt-get update`)
+set -euo pipefail
+arch=${1:?usage: $0 arm64|armhf [dest]}
+case "$arch" in
+  arm64) triplet=aarch64-linux-gnu ;;
+  armhf) triplet=arm-linux-gnueabihf ;;
+  *) echo "$0: unknown architecture $arch (arm64 or armhf)" >&2; exit 2 ;;
+esac
+dest=${2:-/opt/onnxstream-cross/$triplet}
+
+packages=(
+  libc6 libgcc-s1 libstdc++6
+  zlib1g zlib1g-dev libpng16-16 libpng-dev
+  libcpuinfo0 libcpuinfo-dev libpthreadpool0 libpthreadpool-dev libxnnpack0 libxnnpack-dev
+  libprotobuf32 libprotobuf-lite32 libprotobuf-dev libonnx1 libonnxifi libonnx-dev
+  libgtest-dev
+)
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# apt's download method drops to the _apt user, which must be able to write the folder.
+chmod 777 "$work"
+(cd "$work" && apt-get download -q "${packages[@]/%/:$arch}" >/dev/null)
+
+rm -rf "$dest.new"
+mkdir -p "$dest.new"
+for deb in "$work"/*.deb; do dpkg-deb -x "$deb" "$dest.new"; done
+# The .pc files and the libc linker scripts name /usr/...; the cross files set pkg-config's sysroot, and the
+# compiler links its own cross C library, so only the shared objects and headers of this tree are used.
+rm -rf "$dest"
+mv "$dest.new" "$dest"
+echo "$dest: $(ls "$work"/*.deb | wc -l) packages for $arch"

@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+"""Full-size Stable Diffusion 1.5 on emulated 512 MB ARM boards (a benchmark, not a test).
+
+The models of tests/bench/sd_e2e.py (full-size SD 1.5 architecture, random weights), converted by the x86
+build, run by the cross-built `sd` under qemu-user with `--rpi-lowmem --steps 1` inside a memory cgroup of
+--limit-mb (default 512 MB, cgroup v1 or v2): aarch64 under `-cpu cortex-a53` (a Pi Zero 2 / Pi 3) and
+armhf under `-cpu cortex-a7` (32-bit Raspberry Pi OS on the same boards). For each: exit status, peak RSS of
+the qemu process (guest program + qemu) and qemu's own RSS for an empty program of the same architecture
+under the same qemu, emulated wall time (only meaningful relative to the others), the cgroup's peak charge,
+and whether the PNG equals the x86 build's for the same seed (else the largest pixel difference).
+
+usage: tests/bench/arm_sd_lowmem.py --build build [--arm build-arm64:aarch64,build-armhf:armhf] [--work DIR]
+       [--onnx GEN_DIR] [--limit-mb 512] [--steps 1] [--threads 0]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.dont_write_bytecode = True
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "examples", "sd"))
+from make_models import make_models  # noqa: E402
+from sd_e2e import PROMPT, MemoryCgroup, parse_sd, time_v  # noqa: E402
+
+ARCHES = {
+    "aarch64": {"qemu": "qemu-aarch64-static", "cpu": "cortex-a53", "gcc": "aarch64-linux-gnu-gcc",
+                "sysroot": "/opt/onnxstream-cross/aarch64-linux-gnu", "flags": []},
+    "armhf": {"qemu": "qemu-arm-static", "cpu": "cortex-a7", "gcc": "arm-linux-gnueabihf-gcc",
+              "sysroot": "/opt/onnxstream-cross/arm-linux-gnueabihf",
+              "flags": ["-march=armv7-a", "-mfpu=neon-vfpv4", "-mfloat-abi=hard"]},
+}
+
+
+def log(msg):
+    print(f"arm_sd_lowmem.py: {msg}", flush=True)
+
+
+def png_pixels(path):
+    from PIL import Image
+    return np.asarray(Image.open(path).convert("RGB"), dtype=np.int16)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", required=True, help="the x86 build (converts the models, makes the reference PNG)")
+    ap.add_argument("--arm", default="build-arm64:aarch64,build-armhf:armhf")
+    ap.add_argument("--work", default="/tmp/onnxstream-arm-sd")
+    ap.add_argument("--onnx", help="reuse gen_sd.py --size full output (sd/<model>/model.onnx)")
+    ap.add_argument("--limit-mb", type=int, default=512)
+    ap.add_argument("--steps", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--size", choices=["full", "small"], default="full", help="small: a quick check of this script")
+    args = ap.parse_args()
+
+    work = os.path.abspath(args.work)
+    logs = os.path.join(work, "logs")
+    os.makedirs(logs, exist_ok=True)
+    models = os.path.join(work, "models")
+    make_models(args.build, models, args.size, args.onnx, os.path.join(work, "onnx"))
+    tokenizer = os.path.join(ROOT, "..", "shared", "data", "clip", "bpe_simple_vocab_16e6.txt.gz")
+    sd_args = ["--models-path", models, "--tokenizer", tokenizer, "--prompt", PROMPT, "--neg-prompt", "blurry",
+               "--steps", str(args.steps), "--seed", "42", "--threads", str(args.threads), "--rpi-lowmem"]
+    results = {"steps": args.steps, "limit_mb": args.limit_mb, "size": args.size}
+
+    log("x86 reference image")
+    ref_png = os.path.join(work, "x86.png")
+    err, wall, rss, rc = time_v([os.path.join(args.build, "examples", "sd", "sd")] + sd_args + ["--output", ref_png],
+                                os.path.join(logs, "x86.log"))
+    results["x86"] = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss)
+    if rc != 0:
+        sys.exit(f"arm_sd_lowmem.py: the x86 run failed; see {logs}/x86.log")
+
+    for entry in args.arm.split(","):
+        build, arch = entry.split(":")
+        a = ARCHES[arch]
+        qemu = [a["qemu"], "-cpu", a["cpu"], "-L", a["sysroot"]]
+        # qemu's own footprint: an empty program of the same architecture under the same qemu.
+        empty = os.path.join(work, f"empty_{arch}")
+        with open(empty + ".c", "w") as f:
+            f.write("int main(void) { return 0; }\n")
+        subprocess.run([a["gcc"], *a["flags"], "-O2", empty + ".c", "-o", empty], check=True)
+        _, _, qemu_rss, _ = time_v(qemu + [empty], os.path.join(logs, f"empty_{arch}.log"))
+
+        log(f"{arch} (qemu -cpu {a['cpu']}): sd --rpi-lowmem inside a {args.limit_mb} MB memory cgroup")
+        png = os.path.join(work, f"{arch}.png")
+        cg = MemoryCgroup(args.limit_mb * 2**20)
+        try:
+            err, wall, rss, rc = time_v(qemu + [os.path.join(build, "examples", "sd", "sd")] + sd_args +
+                                        ["--output", png], os.path.join(logs, f"{arch}.log"), cg.prefix())
+            r = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss,
+                     qemu_empty_rss_mb=qemu_rss, cgroup=cg.report(), cpu=a["cpu"])
+        finally:
+            cg.remove()
+        if rc == 0:
+            same = open(png, "rb").read() == open(ref_png, "rb").read()
+            r["png_identical_to_x86"] = same
+            if not same:
+                d = np.abs(png_pixels(png) - png_pixels(ref_png))
+                r["max_pixel_diff"], r["mean_pixel_diff"] = int(d.max()), round(float(d.mean()), 4)
+        results[arch] = r
+
+    with open(os.path.join(work, "arm_sd_lowmem.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    print(f"\nSD 1.5 ({args.size}), sd --rpi-lowmem --steps {args.steps}, {args.limit_mb} MB cgroup")
+    print(f"{'run':<8} {'cpu':<11} {'exit':>4} {'wall s':>8} {'peak RSS MB':>11} {'qemu alone MB':>13} "
+          f"{'cgroup peak MB':>14}  PNG vs x86")
+    for name in ["x86"] + [e.split(":")[1] for e in args.arm.split(",")]:
+        r = results.get(name)
+        if not r:
+            continue
+        cgp = (r.get("cgroup") or {}).get("peak_charge_mb")
+        png = ("identical" if r.get("png_identical_to_x86") else
+               f"max diff {r.get('max_pixel_diff')}, mean {r.get('mean_pixel_diff')}") if name != "x86" else "-"
+        fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
+        print(f"{name:<8} {r.get('cpu', 'host'):<11} {r['exit_code']:>4} {fmt(r['wall_seconds']):>8} "
+              f"{fmt(r['peak_rss_mb']):>11} {fmt(r.get('qemu_empty_rss_mb')):>13} {fmt(cgp):>14}  {png}")
+    if any(results[n]["exit_code"] != 0 for n in results if isinstance(results[n], dict)):
+        sys.exit(f"arm_sd_lowmem.py: a run failed; see {logs}")
+
+
+if __name__ == "__main__":
+    main()
