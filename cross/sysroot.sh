@@ -18,13 +18,27 @@ case "$arch" in
 esac
 dest=${2:-/opt/onnxstream-cross/$triplet}
 
-packages=(
-  libc6 libgcc-s1 libstdc++6
-  zlib1g zlib1g-dev libpng16-16 libpng-dev
-  libcpuinfo0 libcpuinfo-dev libpthreadpool0 libpthreadpool-dev libxnnpack0 libxnnpack-dev
-  libprotobuf32 libprotobuf-lite32 libprotobuf-dev libonnx1 libonnxifi libonnx-dev
-  libgtest-dev
-)
+# Library package names of the release this machine runs (Debian 13 renamed several for 64-bit time_t and
+# versions XNNPACK's runtime package).
+. /etc/os-release
+case "${VERSION_CODENAME:-}" in
+  trixie)
+    packages=(
+      libc6 libgcc-s1 libstdc++6
+      zlib1g zlib1g-dev libpng16-16t64 libpng-dev
+      libcpuinfo0 libcpuinfo-dev libpthreadpool0 libpthreadpool-dev libxnnpack0.20241108 libxnnpack-dev
+      libprotobuf32t64 libprotobuf-lite32t64 libprotobuf-dev libonnx1t64 libonnx-dev
+      libgtest-dev
+    ) ;;
+  *)
+    packages=(
+      libc6 libgcc-s1 libstdc++6
+      zlib1g zlib1g-dev libpng16-16 libpng-dev
+      libcpuinfo0 libcpuinfo-dev libpthreadpool0 libpthreadpool-dev libxnnpack0 libxnnpack-dev
+      libprotobuf32 libprotobuf-lite32 libprotobuf-dev libonnx1 libonnxifi libonnx-dev
+      libgtest-dev
+    ) ;;
+esac
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -35,6 +49,10 @@ chmod 777 "$work"
 rm -rf "$dest.new"
 mkdir -p "$dest.new"
 for deb in "$work"/*.deb; do dpkg-deb -x "$deb" "$dest.new"; done
+# Debian 13's packages are /usr-merged: the dynamic loader is in usr/lib, and the programs ask for /lib/....
+for d in lib lib64; do
+  if [ ! -e "$dest.new/$d" ] && [ -d "$dest.new/usr/$d" ]; then ln -s "usr/$d" "$dest.new/$d"; fi
+done
 # The .pc files and the libc linker scripts name /usr/...; the cross files set pkg-config's sysroot, and the
 # compiler links its own cross C library, so only the shared objects and headers of this tree are used.
 rm -rf "$dest"
