@@ -44,8 +44,11 @@ void check(onnx::InferenceContext &ctx, const Guarded &g) {
         fail(ONNXSTREAM_ERR_INVALID_MODEL, g.op, ": the input has rank ", xr,
              "; it must be (N, C, D1, ...) with at least one spatial dimension");
     const onnx::AttributeProto *kernel = ctx.getAttribute("kernel_shape");
+    const int wr = g.w != kNone ? rank_of(ctx, g.w) : -1;
+    // ConvTranspose reads the weight's dim 1 (output channels per group) even when kernel_shape is given.
+    if (wr >= 0 && wr < 2)
+        fail(ONNXSTREAM_ERR_INVALID_MODEL, g.op, ": the weight has rank ", wr, "; it must be (M, C/group, k1, ...)");
     if (g.w != kNone && !kernel) {
-        const int wr = rank_of(ctx, g.w);
         if (xr >= 0 && wr >= 0 && wr != xr)
             fail(ONNXSTREAM_ERR_INVALID_MODEL, g.op, ": the input has rank ", xr, " but the weight has rank ", wr,
                  "; they must be equal");

@@ -183,7 +183,7 @@ void validate_nodes(const google::protobuf::RepeatedPtrField<onnx::NodeProto> &n
         }
         check_against_schema(n, what, ctx);
         for (const auto &a : n.attribute()) {
-            check_attribute_tensors(a, what);
+            check_attribute_tensors(a, cat(ctx.path, ": ", what));
             if (a.type() != onnx::AttributeProto::GRAPH && a.type() != onnx::AttributeProto::GRAPHS) continue;
             outer.push_back(&local);
             if (a.type() == onnx::AttributeProto::GRAPH)

@@ -480,6 +480,7 @@ TEST_F(Convert, MalformedGraphs) {
          {"initializer 'w_huge' has shape (4294967296,4294967296,4), whose element count does not fit in 64 bits"}},
         {"conv_weight_rank", {"node 'conv_rank' (Conv): the input has rank 4 but the weight has rank 3"}},
         {"conv_zero_stride", {"node 'conv_stride' (Conv): strides holds 0; each value must be >= 1"}},
+        {"convtranspose_weight_rank1", {"node 'deconv' (ConvTranspose): the weight has rank 1"}},
         {"subgraph_dangling_name", {"node 'branch' (If) attribute 'then_branch': node 'then_add' (Add) reads 'ghost'"}},
         {"upsample9_no_scales", {"node 'upsample' (Upsample) has 1 input but Upsample-9 takes 2"}},
     };

@@ -358,6 +358,9 @@ def malformed_models():
                                           helper.make_node("Conv", ["r", "w3"], ["y"], name="conv_rank")], x, y, [w3])
     out["conv_zero_stride"] = make_model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv_stride",
                                                            strides=[1, 0])], x, y, [w])
+    w1 = numpy_helper.from_array(np.ones((8,), np.float32), "w1")
+    out["convtranspose_weight_rank1"] = make_model(
+        [helper.make_node("ConvTranspose", ["x", "w1"], ["y"], name="deconv", kernel_shape=[3, 3])], x, y, [w1])
     then_g = helper.make_graph([helper.make_node("Add", ["x", "ghost"], ["t"], name="then_add")], "then", [],
                                [f32("t", (1, 4, 5, 5))])
     else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"], name="else_neg")], "else", [],

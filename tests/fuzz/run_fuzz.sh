@@ -76,8 +76,10 @@ fuzz_one() {
     fi
     mkdir -p "$corpus" "$crashes" "$logs" "$work/seeds/$t"
     rm -f "$logs"/*.log
+    # The C API targets read the same formats as model_txt and onnx_import (convert_capi after an option byte).
+    case $t in model_run) d=model_txt ;; convert_capi) d=onnx_import ;; *) d=$t ;; esac
     dict=
-    [ -f "$root/tests/fuzz/$t.dict" ] && dict=-dict=$root/tests/fuzz/$t.dict
+    [ -f "$root/tests/fuzz/$d.dict" ] && dict=-dict=$root/tests/fuzz/$d.dict
     started=$(date +%s)
     # -jobs runs that many fuzzing processes (each until the time is up or it finds a crasher); its output
     # goes to fuzz-<job>.log in the working folder.
