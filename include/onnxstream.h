@@ -531,12 +531,28 @@ ONNXSTREAM_API void onnxstream_convert_options_init(onnxstream_convert_options_t
  * (or be an empty folder) and its parent must exist; the model is written to a temporary sibling folder,
  * checked with the engine's own parser and shape planner, and renamed to out_dir, so a failed conversion
  * never leaves a partial folder behind. options may be NULL (defaults).
+ *
+ * Untrusted models: the ONNX file may come from anyone. Before the ONNX library's version converter or
+ * shape inference reads it, the whole model (subgraphs and model-local functions included) is validated:
+ * each node's input and output counts, required inputs, attribute names and types against its operator
+ * at the model's opset; every value name resolved and produced once; no cycle; every initializer's data
+ * matching its dims and data type. Conv, ConvTranspose and pooling nodes whose input and weight ranks
+ * disagree, or whose strides or dilations are not positive, are rejected while shapes are inferred. Element
+ * and byte counts computed from the file's dims are checked for overflow (INVALID_MODEL) and against the
+ * address space (OUT_OF_MEMORY on 32-bit builds), never wrapped; external data is read only from regular
+ * files inside the model's folder. Each of these failures is a status and a message naming the node or
+ * tensor. The conversion runs in the calling thread and process and links Debian's libonnx, whose passes
+ * were not written for hostile input; the checks above cover every defect fuzzing has found in them
+ * (docs/testing.md), but a host that must survive any file may prefer to run the onnxstream-convert tool
+ * in a child process.
  * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT NULL paths, struct_size 0, a bad pattern or input shape, out_dir
  *         exists and is not empty, or an input keeps a symbolic dimension (fix it with input_shapes).
  * @retval ONNXSTREAM_ERR_IO               the model or an external data file is missing, unreadable or
  *         truncated, or the output cannot be written.
- * @retval ONNXSTREAM_ERR_INVALID_MODEL    not a parsable ONNX file, dangling or doubly produced values, a
- *         cycle, or shapes that do not check.
+ * @retval ONNXSTREAM_ERR_INVALID_MODEL    not a parsable ONNX file, a node or initializer the validation
+ *         above rejects, dangling or doubly produced values, a cycle, or shapes that do not check.
+ * @retval ONNXSTREAM_ERR_OUT_OF_MEMORY    a tensor's byte count does not fit this platform's size_t, or
+ *         memory ran out.
  * @retval ONNXSTREAM_ERR_UNSUPPORTED      operators this engine cannot run (the message lists every type with
  *         its count and first node), tensors model.txt cannot store, or an opset outside the range above.
  */

@@ -9,6 +9,7 @@
 #include "graph/layout_plan.h"
 #include "graph/model_txt.h"
 #include "tensor/mapping_cache.h"
+#include "util/checked.h"
 #include "util/error.h"
 #include "util/strings.h"
 #include "weights/weight_cache.h"
@@ -160,7 +161,7 @@ void Model::push_input(const std::string &name, DType dtype, const Shape &shape,
     if (shape != v.declared_shape)
         fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "input '", v.name, "' has shape ", shape_str(shape),
              " but the model declares ", shape_str(v.declared_shape));
-    size_t expected = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+    const uint64_t expected = checked::bytes_or_fail(shape, dtype_size(dtype), cat("input '", v.name, "'"));
     if (bytes != expected)
         fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "input '", v.name, "': byte_size is ", bytes, " but ", dtype_name(dtype),
              " ", shape_str(shape), " needs ", expected);

@@ -9,6 +9,7 @@
 #include "graph/attributes.h"
 #include "graph/model_txt.h"
 #include "ops/op.h"
+#include "util/checked.h"
 
 namespace onnxstream {
 
@@ -18,7 +19,8 @@ struct WeightSpec {
     Shape shape;
     QuantParams quant;
     Layout wanted = Layout::Plain; // OHWI when the op can use OnnxStream's "_nhwc.bin" twin
-    size_t byte_size() const { return static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype); }
+    // Throws when the weight cannot be held by this process (a model.txt shape is untrusted).
+    size_t byte_size() const { return checked::size_bytes(shape, dtype_size(dtype), "weight " + file); }
 };
 
 struct NodeInput {

@@ -9,6 +9,7 @@
 #include "graph/planner.h"
 #include "onnx/attr_text.h"
 #include "ops/registry.h"
+#include "util/checked.h"
 #include "util/error.h"
 #include "weights/weight_files.h"
 #include "xnnpack/init.h"
@@ -103,7 +104,8 @@ ConstantEvaluator::Result ConstantEvaluator::evaluate(const Node &node, const st
                  gn.outputs.size());
         uint64_t out_bytes = 0;
         for (const auto &info : infos)
-            out_bytes += static_cast<uint64_t>(shape_numel(info.shape)) * dtype_size(info.dtype);
+            if (!checked::add(out_bytes, checked::bytes_or_fail(info.shape, dtype_size(info.dtype), gn.where), out_bytes))
+                return Result::TooBig;
         if (out_bytes > limits.small_bytes && (out_bytes > limits.max_bytes || out_bytes > limits.growth * in_bytes))
             return Result::TooBig;
 

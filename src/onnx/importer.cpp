@@ -15,7 +15,9 @@
 
 #include "ops/registry.h"
 #include "onnx/passes/passes.h"
+#include "onnx/inference_guard.h"
 #include "onnx/shapes.h"
+#include "onnx/validate.h"
 #include "util/error.h"
 #include "util/strings.h"
 
@@ -86,8 +88,9 @@ int64_t default_opset(const onnx::ModelProto &m) {
 }
 
 // Opsets older than 11 are upgraded with ONNX's version converter; newer than this ONNX library knows
-// cannot be shape-inferred.
+// cannot be shape-inferred. The graph is validated here, before any ONNX pass reads it.
 void check_opset(onnx::ModelProto &m, const std::string &path) {
+    install_inference_guards();
     int64_t opset = default_opset(m);
     const int64_t newest = newest_known_opset();
     if (opset == 0)
@@ -96,29 +99,19 @@ void check_opset(onnx::ModelProto &m, const std::string &path) {
         fail(ONNXSTREAM_ERR_UNSUPPORTED, path, ": opset ", opset,
              " is newer than the newest this build's ONNX library knows (", newest,
              "); re-export the model with opset ", kMinOpset, "..", newest);
+    // The version converter trusts the graph as much as shape inference does: it only ever sees a model
+    // validate_model() accepted, and what it returns is validated again before the passes read it.
+    validate_model(m, path);
     if (opset >= kMinOpset) return;
-    // ONNX's converter dereferences the producer of every value the graph reads without checking it exists
-    // (a dangling name crashes the process), so names are checked here first.
-    const onnx::GraphProto &g = m.graph();
-    std::unordered_set<std::string> defined;
-    for (const auto &vi : g.input()) defined.insert(vi.name());
-    for (const auto &t : g.initializer()) defined.insert(t.name());
-    for (const auto &n : g.node()) defined.insert(n.output().begin(), n.output().end());
-    for (const auto &n : g.node())
-        for (const auto &in : n.input())
-            if (!in.empty() && !defined.count(in))
-                fail(ONNXSTREAM_ERR_INVALID_MODEL, path, ": node '", n.name(), "' (", n.op_type(), ") reads '", in,
-                     "', which no node, input or initializer defines");
-    for (const auto &vi : g.output())
-        if (!defined.count(vi.name()))
-            fail(ONNXSTREAM_ERR_INVALID_MODEL, path, ": graph output '", vi.name(),
-                 "' is not produced by any node, input or initializer");
     try {
         m = onnx::version_conversion::ConvertVersion(m, static_cast<int>(kMinOpset));
+    } catch (const Error &) {
+        throw;
     } catch (const std::exception &e) {
         fail(ONNXSTREAM_ERR_UNSUPPORTED, path, ": opset ", opset, " is older than ", kMinOpset,
              " and ONNX's version converter could not upgrade it: ", e.what());
     }
+    validate_model(m, cat(path, " (upgraded to opset ", kMinOpset, ")"));
 }
 
 Node node_from_proto(const onnx::NodeProto &p) {

@@ -152,13 +152,14 @@ ConstantData ConstantData::external(int32_t type, Shape shape, std::string path,
 
 std::shared_ptr<const std::string> ConstantData::bytes() const {
     if (!is_external()) return bytes_ ? bytes_ : std::make_shared<const std::string>();
-    std::string data(byte_size(), '\0');
+    std::string data(checked::to_size(byte_size(), "a constant"), '\0');
     if (!data.empty()) read(0, data.data(), data.size());
     return std::make_shared<const std::string>(std::move(data));
 }
 
 void ConstantData::read(uint64_t offset, void *dst, size_t n) const {
-    if (offset + n > byte_size())
+    uint64_t end = 0;
+    if (!checked::add(offset, static_cast<uint64_t>(n), end) || end > byte_size())
         fail(ONNXSTREAM_ERR_INTERNAL, "constant read of ", n, " bytes at ", offset, " past its ", byte_size(),
              " bytes");
     if (!is_external()) {
@@ -190,7 +191,7 @@ template <typename T> T load(const char *p, size_t i) {
 std::vector<int64_t> ConstantData::int_values() const {
     auto data = bytes();
     const char *p = data->data();
-    std::vector<int64_t> out(static_cast<size_t>(numel()));
+    std::vector<int64_t> out(checked::to_size(static_cast<uint64_t>(numel()), "a constant"));
     for (size_t i = 0; i < out.size(); ++i) {
         switch (type_) {
         case kOnnxInt64: out[i] = load<int64_t>(p, i); break;
@@ -211,7 +212,7 @@ std::vector<int64_t> ConstantData::int_values() const {
 std::vector<float> ConstantData::float_values() const {
     auto data = bytes();
     const char *p = data->data();
-    std::vector<float> out(static_cast<size_t>(numel()));
+    std::vector<float> out(checked::to_size(static_cast<uint64_t>(numel()), "a constant"));
     for (size_t i = 0; i < out.size(); ++i) {
         switch (type_) {
         case kOnnxFloat: out[i] = load<float>(p, i); break;
@@ -275,7 +276,7 @@ ConstantData constant_from_proto(onnx::TensorProto &t, const std::string &model_
     if (type == kOnnxString) return ConstantData::in_memory(type, shape, std::string()); // rejected where used
     if (esize == 0) fail(ONNXSTREAM_ERR_UNSUPPORTED, what, " has ONNX data type ", type, ", which is not supported");
     if (t.has_segment()) fail(ONNXSTREAM_ERR_UNSUPPORTED, what, " is a segmented tensor, which is not supported");
-    const uint64_t expected = static_cast<uint64_t>(shape_numel(shape)) * esize;
+    const uint64_t expected = checked::bytes_or_fail(shape, esize, what);
 
     if (t.data_location() == onnx::TensorProto::EXTERNAL) {
         std::string location;

@@ -13,6 +13,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "tensor/tensor.h"
+#include "util/checked.h"
 
 namespace onnxstream::importer {
 
@@ -71,7 +72,7 @@ public:
     int32_t type() const { return type_; }
     const Shape &shape() const { return shape_; }
     int64_t numel() const { return shape_numel(shape_); }
-    uint64_t byte_size() const { return static_cast<uint64_t>(numel()) * onnx_type_size(type_); }
+    uint64_t byte_size() const { return checked::bytes_or_fail(shape_, onnx_type_size(type_), "a constant"); }
     bool is_external() const { return !path_.empty() || spill_; }
 
     // All bytes (reads an external file each call; throws IO).

@@ -3,6 +3,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "onnx/inference_guard.h"
 #include "util/error.h"
 
 namespace onnxstream::importer {
@@ -23,6 +24,21 @@ bool more_informative(const ValueType &fresh, const ValueType &old) {
         known_old += old.dims[i] >= 0;
     }
     return known_fresh >= known_old;
+}
+
+// A guard's message ("Conv: the input has rank ...") with the failing node named in front, when the graph
+// is flat (subgraph nodes are inferred in the middle of their parent's turn, which breaks the count).
+std::string name_failing_node(const IrGraph &g, const std::string &message) {
+    size_t seen = 0;
+    for (const Node &n : g.nodes)
+        for (const auto &a : n.attrs)
+            if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS) return message;
+    for (const Node &n : g.nodes) {
+        if (!n.default_domain() || !is_guarded_op(n.op_type) || ++seen != guarded_calls()) continue;
+        const std::string prefix = n.op_type + ": ";
+        return cat(n.describe(), ": ", message.compare(0, prefix.size(), prefix) == 0 ? message.substr(prefix.size()) : message);
+    }
+    return message;
 }
 
 } // namespace
@@ -70,15 +86,22 @@ void infer_types(IrGraph &g) {
 
     // Data propagation resolves more shapes but is the younger, less travelled code in ONNX 1.12: when it
     // trips over a graph, plain inference (plus our own constant folding between rounds) still works.
+    install_inference_guards();
     const onnx::ModelProto original = m;
+    reset_guarded_calls();
     try {
         onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(),
                                            onnx::ShapeInferenceOptions(false, 0, true));
+    } catch (const Error &e) {
+        fail(e.status(), g.source, ": ", name_failing_node(g, e.what()));
     } catch (const std::exception &) {
         m = original;
+        reset_guarded_calls();
         try {
             onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(),
                                                onnx::ShapeInferenceOptions(false, 0, false));
+        } catch (const Error &e) {
+            fail(e.status(), g.source, ": ", name_failing_node(g, e.what()));
         } catch (const std::exception &e) {
             fail(ONNXSTREAM_ERR_INVALID_MODEL, g.source, ": ONNX shape inference failed: ", e.what());
         }

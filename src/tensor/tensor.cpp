@@ -1,6 +1,7 @@
 #include "tensor/tensor.h"
 
 #include "tensor/half.h"
+#include "util/checked.h"
 #include "util/error.h"
 #include "util/strings.h"
 
@@ -8,7 +9,8 @@ namespace onnxstream {
 
 int64_t shape_numel(const Shape &shape) {
     int64_t n = 1;
-    for (int64_t d : shape) n *= d;
+    if (!checked::product(shape, n))
+        fail(ONNXSTREAM_ERR_INVALID_MODEL, "shape ", shape_str(shape), " has more elements than fit in 64 bits");
     return n;
 }
 
@@ -17,7 +19,7 @@ std::string shape_str(const Shape &shape) { return "(" + join_ints(shape) + ")";
 Tensor make_tensor(const Allocator &alloc, DType dtype, const Shape &shape) {
     for (int64_t d : shape)
         if (d < 0) fail(ONNXSTREAM_ERR_INTERNAL, "negative dimension in shape ", shape_str(shape));
-    size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+    const size_t bytes = checked::size_bytes(shape, dtype_size(dtype), cat("a ", dtype_name(dtype), " tensor of shape ", shape_str(shape)));
     return Tensor(dtype, shape, alloc.allocate(bytes));
 }
 

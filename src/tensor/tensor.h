@@ -14,6 +14,7 @@ namespace onnxstream {
 
 using Shape = std::vector<int64_t>;
 
+// The product of the dims; throws INVALID_MODEL when it does not fit in int64 (see util/checked.h).
 int64_t shape_numel(const Shape &shape);
 std::string shape_str(const Shape &shape); // "(1,3,640,640)"
 

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "util/checked.h"
 #include "util/error.h"
 
 namespace onnxstream::tools {
@@ -90,7 +91,7 @@ NpyArray parse_npy(const std::string &bytes, const std::string &source) {
             if (a.shape.size() >= 32) bad(source, ".npy shape has more than 32 dimensions");
             uint64_t d = parse_dim(part, source);
             a.shape.push_back(static_cast<int64_t>(d));
-            if (__builtin_mul_overflow(n, d, &n) || n > (uint64_t(1) << 60))
+            if (!checked::mul(n, d, n) || n > (uint64_t(1) << 60))
                 bad(source, ".npy shape (" + shape + ") has too many elements");
         }
         if (end == std::string::npos) break;

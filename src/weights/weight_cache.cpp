@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tensor/half.h"
+#include "util/checked.h"
 #include "util/error.h"
 #include "weights/weight_files.h"
 
@@ -310,7 +311,7 @@ WeightSpec spec_of(const Entry &e, const QuantParams &quant) {
 }
 
 uint64_t stored_bytes(const Entry &e) {
-    return static_cast<uint64_t>(shape_numel(e.shape)) * dtype_size(e.stored_dtype());
+    return checked::bytes_or_fail(e.shape, dtype_size(e.stored_dtype()), "cached weight " + e.file);
 }
 
 // --- file I/O helpers --------------------------------------------------------------------------------

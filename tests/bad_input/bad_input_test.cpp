@@ -7,6 +7,8 @@
 // push.txt, when present, lists the tensors to push: `NAME DTYPE DIMS [BYTES]` (DTYPE a model.txt name
 // or a number, DIMS comma-separated or `-` for a scalar, BYTES defaults to the exact size). Without it
 // every graph input is pushed as float32 zeros of its declared shape.
+// A name ending in @32 or @64 is a case for builds whose size_t has that many bits only (a size that fits a
+// 64-bit address space but not a 32-bit one); several such lines may share the folder named before the '@'.
 // Set ONNXSTREAM_BAD_INPUT_VERBOSE=1 to print every case's status and message.
 #include <climits>
 #include <cstdio>
@@ -26,6 +28,8 @@ namespace {
 
 struct Case {
     std::string name, stage, status, message, what;
+    std::string folder; // name without its @32/@64 suffix
+    unsigned bits = 0;  // 32 or 64 for a case of one size_t width only
 };
 
 std::ostream &operator<<(std::ostream &os, const Case &c) { return os << c.name << " (" << c.what << ")"; }
@@ -49,7 +53,14 @@ std::vector<Case> read_manifest() {
             cases.push_back({"malformed_manifest_line", "", "", line, ""});
             continue;
         }
-        cases.push_back({f[0], f[1], f[2], f[3], f[4]});
+        Case c{f[0], f[1], f[2], f[3], f[4], f[0], 0};
+        const size_t at = c.name.find('@');
+        if (at != std::string::npos) {
+            c.folder = c.name.substr(0, at);
+            c.bits = static_cast<unsigned>(std::atoi(c.name.c_str() + at + 1));
+            c.name = c.folder + "_on" + c.name.substr(at + 1); // test names are identifiers
+        }
+        cases.push_back(c);
     }
     return cases;
 }
@@ -149,7 +160,7 @@ protected:
                         message.c_str());
     }
 
-    std::string case_dir() const { return bad_input_dir() + "/corpus/" + GetParam().name; }
+    std::string case_dir() const { return bad_input_dir() + "/corpus/" + GetParam().folder; }
 
     void run_with(int provider) {
         const Case &c = GetParam();
@@ -211,6 +222,9 @@ protected:
 TEST_P(BadInput, FailsWithTheRightStatusAndMessage) {
     const Case &c = GetParam();
     ASSERT_TRUE(c.stage == "load" || c.stage == "push" || c.stage == "run") << "bad manifest line: " << c.message;
+    ASSERT_TRUE(c.bits == 0 || c.bits == 32 || c.bits == 64) << c.name << ": the suffix must be @32 or @64";
+    if (c.bits && c.bits != sizeof(size_t) * CHAR_BIT)
+        GTEST_SKIP() << "a case for " << c.bits << "-bit builds; the other width's line checks this one";
     for (int provider = ONNXSTREAM_PROVIDER_NOCACHE; provider <= ONNXSTREAM_PROVIDER_RAM; ++provider) {
         SCOPED_TRACE(std::string("provider ") + kProviders[provider]);
         run_with(provider);
@@ -224,8 +238,14 @@ TEST(Manifest, EveryCaseFolderIsListedOnce) {
     ASSERT_FALSE(bad_input_dir().empty()) << "ONNXSTREAM_BAD_INPUT_DIR is not set";
     std::vector<Case> cases = read_manifest();
     EXPECT_GE(cases.size(), 35u);
-    std::set<std::string> listed;
-    for (const Case &c : cases) EXPECT_TRUE(listed.insert(c.name).second) << c.name << " is listed twice";
+    std::set<std::string> names, listed;
+    for (const Case &c : cases) {
+        EXPECT_TRUE(names.insert(c.name).second) << c.name << " is listed twice";
+        listed.insert(c.folder);
+    }
+    // Per-width cases come in pairs: every @32 line has its @64 line, so both widths say what happens.
+    for (const Case &c : cases)
+        if (c.bits) EXPECT_TRUE(names.count(c.folder + (c.bits == 32 ? "_on64" : "_on32"))) << c.name << " has no twin";
     std::set<std::string> folders;
     DIR *d = opendir((bad_input_dir() + "/corpus").c_str());
     ASSERT_NE(d, nullptr);

@@ -459,6 +459,63 @@ TEST_F(Convert, CycleIsReported) {
     expect_nothing_written(scratch);
 }
 
+// Every class of malformed graph the importer validates before ONNX's own passes read it (gen_models.py's
+// malformed_models()): INVALID_MODEL, a message naming the node or tensor and what is wrong, nothing written.
+TEST_F(Convert, MalformedGraphs) {
+    const struct {
+        const char *name;
+        std::vector<const char *> message;
+    } cases[] = {
+        {"arity_missing_input", {"node 'add_one' (Add) has 1 input but Add-14 takes 2"}},
+        {"arity_extra_output", {"node 'relu_two' (Relu) has 2 outputs but Relu-14 produces 1"}},
+        {"required_input_empty", {"node 'conv_no_w' (Conv) leaves input 1 ('W') empty, but Conv-11 requires it"}},
+        {"attr_wrong_type", {"node 'transpose_float_perm' (Transpose) attribute 'perm' is FLOATS but Transpose-13 wants INTS"}},
+        {"attr_unknown", {"node 'relu_alpha' (Relu) has the attribute 'alpha', which Relu-14 does not define"}},
+        {"attr_required_missing", {"node 'cast_no_to' (Cast) lacks the attribute 'to', which Cast-13 requires"}},
+        {"dangling_name", {"node 'add_ghost' (Add) reads 'ghost', which no node, graph input or initializer defines"}},
+        {"output_written_twice", {"node 'second' (Neg) writes 'y', which node 'first' (Relu) also writes"}},
+        {"initializer_raw_size", {"initializer 'w_short' holds 28 bytes of data but float (2,4) needs 32"}},
+        {"initializer_typed_count", {"initializer 'w_typed' holds 7 values but float (2,4) needs 8"}},
+        {"initializer_count_overflow",
+         {"initializer 'w_huge' has shape (4294967296,4294967296,4), whose element count does not fit in 64 bits"}},
+        {"conv_weight_rank", {"node 'conv_rank' (Conv): the input has rank 4 but the weight has rank 3"}},
+        {"conv_zero_stride", {"node 'conv_stride' (Conv): strides holds 0; each value must be >= 1"}},
+        {"convtranspose_weight_rank1", {"node 'deconv' (ConvTranspose): the weight has rank 1"}},
+        {"subgraph_dangling_name", {"node 'branch' (If) attribute 'then_branch': node 'then_add' (Add) reads 'ghost'"}},
+        {"upsample9_no_scales", {"node 'upsample' (Upsample) has 1 input but Upsample-9 takes 2"}},
+    };
+    for (const auto &c : cases) {
+        SCOPED_TRACE(c.name);
+        Conversion r = convert(bad_case(c.name), scratch.out());
+        EXPECT_EQ(r.status, ONNXSTREAM_ERR_INVALID_MODEL) << r.message;
+        for (const char *part : c.message) EXPECT_NE(r.message.find(part), std::string::npos) << r.message;
+        EXPECT_NE(r.message.find(std::string(c.name) + "/model.onnx: "), std::string::npos) << r.message;
+        expect_nothing_written(scratch);
+    }
+}
+
+// The inputs that crashed the converter inside the ONNX library (../shared/data/crashers): now a status
+// and a message through the C API.
+TEST_F(Convert, SharedCrashersFailCleanly) {
+    const std::string dir = env_dir("ONNXSTREAM_SHARED_DIR") + "/data/crashers";
+    const struct {
+        const char *file;
+        const char *message;
+    } cases[] = {
+        {"onnx_import-upsample9-missing-input.onnx", "node 'upsample9_linear' (Upsample) has 1 input but Upsample-9 takes 2"},
+        {"onnx_import-conv-shape-inference.onnx", "node 'conv_a' (Conv) has the attribute 'ker.el_shape', which Conv-11 does not define"},
+        {"onnx_import-element-count-overflow.onnx", "initializer 'norm.weight' has shape (16,5017,"},
+    };
+    for (const auto &c : cases) {
+        SCOPED_TRACE(c.file);
+        if (!exists(dir + "/" + c.file)) GTEST_SKIP() << dir << "/" << c.file << " not found";
+        Conversion r = convert(dir + "/" + c.file, scratch.out());
+        EXPECT_EQ(r.status, ONNXSTREAM_ERR_INVALID_MODEL) << r.message;
+        EXPECT_NE(r.message.find(c.message), std::string::npos) << r.message;
+        expect_nothing_written(scratch);
+    }
+}
+
 TEST_F(Convert, OpsetNewerThanOnnxLibrary) {
     Conversion c = convert(bad_case("opset_too_new"), scratch.out());
     EXPECT_EQ(c.status, ONNXSTREAM_ERR_UNSUPPORTED) << c.message;

@@ -324,6 +324,55 @@ def cycle_model():
     return make_model(nodes, [f32("x", (4,))], [f32("out", (4,))])
 
 
+def malformed_models():
+    """Graphs the importer's validation rejects before any ONNX library pass sees them (convert_test.cpp's
+    MalformedGraphs lists the status and message each must give). onnx.save does not check models."""
+    x = [f32("x", (1, 4, 5, 5))]
+    y = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    w = numpy_helper.from_array(np.ones((8, 4, 3, 3), np.float32), "w")
+    out = {}
+    out["arity_missing_input"] = make_model([helper.make_node("Add", ["x"], ["y"], name="add_one")], x, y)
+    out["arity_extra_output"] = make_model([helper.make_node("Relu", ["x"], ["y", "z"], name="relu_two")], x, y)
+    out["required_input_empty"] = make_model([helper.make_node("Conv", ["x", ""], ["y"], name="conv_no_w")], x, y)
+    wrong = helper.make_node("Transpose", ["x"], ["y"], name="transpose_float_perm")
+    wrong.attribute.append(helper.make_attribute("perm", [0.0, 1.0, 3.0, 2.0]))
+    out["attr_wrong_type"] = make_model([wrong], x, y)
+    out["attr_unknown"] = make_model([helper.make_node("Relu", ["x"], ["y"], name="relu_alpha", alpha=0.5)], x, y)
+    out["attr_required_missing"] = make_model([helper.make_node("Cast", ["x"], ["y"], name="cast_no_to")], x, y)
+    out["dangling_name"] = make_model([helper.make_node("Add", ["x", "ghost"], ["y"], name="add_ghost")], x, y)
+    out["output_written_twice"] = make_model([helper.make_node("Relu", ["x"], ["y"], name="first"),
+                                              helper.make_node("Neg", ["x"], ["y"], name="second")], x, y)
+    short = numpy_helper.from_array(np.ones((2, 4), np.float32), "w_short")
+    short.raw_data = short.raw_data[:28]
+    out["initializer_raw_size"] = make_model([helper.make_node("Add", ["x", "w_short"], ["y"], name="add")],
+                                             [f32("x", (2, 4))], y, [short])
+    typed = helper.make_tensor("w_typed", TensorProto.FLOAT, [2, 4], [1.0] * 8)
+    del typed.float_data[7]
+    out["initializer_typed_count"] = make_model([helper.make_node("Add", ["x", "w_typed"], ["y"], name="add")],
+                                                [f32("x", (2, 4))], y, [typed])
+    huge = TensorProto(name="w_huge", data_type=TensorProto.FLOAT, dims=[1 << 32, 1 << 32, 4])
+    out["initializer_count_overflow"] = make_model([helper.make_node("Add", ["x", "w_huge"], ["y"], name="add")],
+                                                   x, y, [huge])
+    w3 = numpy_helper.from_array(np.ones((8, 4, 3), np.float32), "w3")
+    out["conv_weight_rank"] = make_model([helper.make_node("Relu", ["x"], ["r"], name="relu"),
+                                          helper.make_node("Conv", ["r", "w3"], ["y"], name="conv_rank")], x, y, [w3])
+    out["conv_zero_stride"] = make_model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv_stride",
+                                                           strides=[1, 0])], x, y, [w])
+    w1 = numpy_helper.from_array(np.ones((8,), np.float32), "w1")
+    out["convtranspose_weight_rank1"] = make_model(
+        [helper.make_node("ConvTranspose", ["x", "w1"], ["y"], name="deconv", kernel_shape=[3, 3])], x, y, [w1])
+    then_g = helper.make_graph([helper.make_node("Add", ["x", "ghost"], ["t"], name="then_add")], "then", [],
+                               [f32("t", (1, 4, 5, 5))])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"], name="else_neg")], "else", [],
+                               [f32("e", (1, 4, 5, 5))])
+    out["subgraph_dangling_name"] = make_model(
+        [helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then_g, else_branch=else_g)],
+        x + [helper.make_tensor_value_info("c", TensorProto.BOOL, [])], y)
+    out["upsample9_no_scales"] = make_model(
+        [helper.make_node("Upsample", ["x"], ["y"], name="upsample", mode="nearest")], x, y, opset=9)
+    return out
+
+
 # Simplification passes: each model holds the pattern, and a copy of it the pass must leave alone.
 
 def i64(name, values):
@@ -547,7 +596,8 @@ def main():
                os.path.join(bad_dir, "external_link_outside", "weights.bin"))
     too_new = make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [f32("x", (4,))], [f32("y", (4,))],
                          opset=99)
-    for name, model in [("unsupported", unsupported_model()), ("cycle", cycle_model()), ("opset_too_new", too_new)]:
+    bad_models = [("unsupported", unsupported_model()), ("cycle", cycle_model()), ("opset_too_new", too_new)]
+    for name, model in bad_models + sorted(malformed_models().items()):
         os.makedirs(os.path.join(bad_dir, name))
         onnx.save(model, os.path.join(bad_dir, name, "model.onnx"))
 

@@ -1,6 +1,7 @@
 #include "fuzz_entry.h"
 
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 #include "graph/graph.h"
@@ -12,10 +13,20 @@
 #include "tensor/half.h"
 #include "tools/npy.h"
 #include "util/error.h"
+#include "onnxstream.h"
+
+#include "util/checked.h"
 
 #ifdef ONNXSTREAM_WITH_ONNX_IMPORT
 #include "onnx/importer.h"
 #endif
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 
 namespace onnxstream::fuzz {
 
@@ -53,6 +64,69 @@ Tensor synth_constant(const Allocator &alloc, const WeightSpec &spec) {
         }
     }
     return t;
+}
+
+// Fills a weight like synth_constant does, through the C API's weights provider.
+onnxstream_status_t synth_read(void *, const onnxstream_weight_request_t *req, void *dst) {
+    uint64_t h = fnv1a(req->file);
+    const size_t esize = onnxstream_dtype_size(req->dtype);
+    const size_t n = esize ? req->byte_size / esize : 0;
+    for (size_t i = 0; i < n; ++i) {
+        h = h * 6364136223846793005ull + 1442695040888963407ull;
+        const int v = static_cast<int>((h >> 33) % 8) - 2;
+        switch (req->dtype) {
+        case ONNXSTREAM_DTYPE_FLOAT32: static_cast<float *>(dst)[i] = static_cast<float>(v); break;
+        case ONNXSTREAM_DTYPE_FLOAT16: static_cast<uint16_t *>(dst)[i] = float_to_half(static_cast<float>(v)); break;
+        case ONNXSTREAM_DTYPE_INT64: static_cast<int64_t *>(dst)[i] = v; break;
+        case ONNXSTREAM_DTYPE_INT32: static_cast<int32_t *>(dst)[i] = v; break;
+        case ONNXSTREAM_DTYPE_INT8: static_cast<int8_t *>(dst)[i] = static_cast<int8_t>(v); break;
+        case ONNXSTREAM_DTYPE_UINT8: static_cast<uint8_t *>(dst)[i] = static_cast<uint8_t>(v + 2); break;
+        case ONNXSTREAM_DTYPE_BOOL: static_cast<uint8_t *>(dst)[i] = static_cast<uint8_t>(v > 0); break;
+        default: std::memset(dst, 0, req->byte_size); return ONNXSTREAM_OK;
+        }
+    }
+    return ONNXSTREAM_OK;
+}
+
+[[noreturn]] void fail_with(onnxstream_status_t status, const char *message) {
+    throw Error(status, *message ? message : "(no message)");
+}
+
+// A scratch folder per process for the conversion target (libFuzzer runs one input at a time).
+const std::string &scratch_dir() {
+    static const std::string dir = [] {
+        const char *tmp = std::getenv("TMPDIR");
+        std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/onnxstream-fuzz-XXXXXX";
+        if (!::mkdtemp(templ.data())) throw std::logic_error("cannot create a scratch folder for convert_capi");
+        return templ;
+    }();
+    return dir;
+}
+
+void remove_tree(const std::string &path) {
+    if (DIR *d = ::opendir(path.c_str())) {
+        while (const dirent *e = ::readdir(d)) {
+            const std::string name = e->d_name;
+            if (name == "." || name == "..") continue;
+            const std::string child = path + "/" + name;
+            struct stat st;
+            if (::lstat(child.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+                remove_tree(child);
+            else
+                ::unlink(child.c_str());
+        }
+        ::closedir(d);
+    }
+    ::rmdir(path.c_str());
+}
+
+bool folder_is_empty(const std::string &path) {
+    DIR *d = ::opendir(path.c_str());
+    if (!d) return true;
+    size_t n = 0;
+    while (const dirent *e = ::readdir(d)) n += std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..");
+    ::closedir(d);
+    return n == 0;
 }
 
 } // namespace
@@ -105,13 +179,90 @@ void onnx_import(const uint8_t *data, size_t size) {
 }
 #endif
 
+void model_run(const uint8_t *data, size_t size) {
+    if (size > kMaxInputBytes) return;
+    const std::string text(reinterpret_cast<const char *>(data), size);
+    if (text.find('\0') != std::string::npos) return; // load_string takes a C string
+    onnxstream_model_options_t options;
+    onnxstream_model_options_init(&options);
+    options.threads = 1;
+    options.max_bytes = 16u << 20;
+    onnxstream_model_t *model = nullptr;
+    if (onnxstream_model_create(&options, &model) != ONNXSTREAM_OK) throw std::logic_error("model_create failed");
+    std::unique_ptr<onnxstream_model_t, void (*)(onnxstream_model_t *)> owner(model, onnxstream_model_destroy);
+    onnxstream_weights_provider_t provider{};
+    provider.struct_size = sizeof provider;
+    provider.read = synth_read;
+    if (onnxstream_model_set_weights_provider(model, &provider, nullptr) != ONNXSTREAM_OK)
+        throw std::logic_error("set_weights_provider failed");
+    onnxstream_status_t s = onnxstream_model_load_string(model, text.c_str(), nullptr);
+    if (s != ONNXSTREAM_OK) fail_with(s, onnxstream_model_last_error(model));
+    for (size_t i = 0; i < onnxstream_model_input_count(model); ++i) {
+        onnxstream_tensor_view_t v{};
+        v.struct_size = sizeof v;
+        s = onnxstream_model_get_input(model, i, &v);
+        if (s != ONNXSTREAM_OK) fail_with(s, onnxstream_model_last_error(model));
+        const std::vector<int64_t> shape(v.shape, v.shape + v.rank);
+        uint64_t bytes = 0;
+        // Inputs beyond the budget could not be pushed anyway; the planner's own checks are what is fuzzed.
+        if (!checked::byte_count(shape, onnxstream_dtype_size(v.dtype), bytes) || bytes > options.max_bytes) return;
+        std::vector<uint8_t> zeros(static_cast<size_t>(bytes));
+        s = onnxstream_model_push_tensor(model, v.name, v.dtype, v.rank, v.shape, zeros.data(), zeros.size());
+        if (s != ONNXSTREAM_OK) fail_with(s, onnxstream_model_last_error(model));
+    }
+    s = onnxstream_model_run(model);
+    if (s != ONNXSTREAM_OK) fail_with(s, onnxstream_model_last_error(model));
+}
+
+#ifdef ONNXSTREAM_WITH_ONNX_IMPORT
+void convert_capi(const uint8_t *data, size_t size) {
+    if (size < 1 || size > kMaxInputBytes) return;
+    const std::string dir = scratch_dir();
+    const std::string onnx_path = dir + "/model.onnx", out = dir + "/out";
+    remove_tree(out);
+    if (FILE *f = std::fopen(onnx_path.c_str(), "wb")) {
+        const bool ok = std::fwrite(data + 1, 1, size - 1, f) == size - 1;
+        if (std::fclose(f) != 0 || !ok) throw std::logic_error("cannot write the fuzz input to " + onnx_path);
+    } else {
+        throw std::logic_error("cannot write the fuzz input to " + onnx_path);
+    }
+    onnxstream_convert_options_t o;
+    onnxstream_convert_options_init(&o);
+    o.fp16 = data[0] & 1;
+    o.keep_fp32_list = (data[0] & 2) ? "*" : nullptr;
+    o.quantize = (data[0] & 4) ? 1 : 0;
+    const char *const shapes[] = {"x=1,3,8,8", nullptr};
+    o.input_shapes = (data[0] & 8) ? shapes : nullptr;
+    const onnxstream_status_t s = onnxstream_convert_onnx(onnx_path.c_str(), out.c_str(), &o);
+    const std::string message = onnxstream_last_error();
+    struct stat st;
+    const bool written = ::stat((out + "/model.txt").c_str(), &st) == 0;
+    if (s == ONNXSTREAM_OK) {
+        remove_tree(out);
+        if (!written) throw std::logic_error("convert_onnx succeeded without writing model.txt");
+        return;
+    }
+    if (!folder_is_empty(out)) throw std::logic_error("a failed conversion left files in the output folder");
+    // Only the scratch folder's own two entries may remain (a failure leaves no temporary sibling).
+    size_t entries = 0;
+    if (DIR *d = ::opendir(dir.c_str())) {
+        while (const dirent *e = ::readdir(d)) entries += std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..");
+        ::closedir(d);
+    }
+    if (entries > 2) throw std::logic_error("a failed conversion left a temporary folder behind");
+    fail_with(s, message.c_str());
+}
+#endif
+
 const std::vector<Target> &targets() {
     static const std::vector<Target> list = {
         {"model_txt", model_txt},
         {"npy", npy},
         {"range_data", range_data},
+        {"model_run", model_run},
 #ifdef ONNXSTREAM_WITH_ONNX_IMPORT
         {"onnx_import", onnx_import},
+        {"convert_capi", convert_capi},
 #endif
     };
     return list;

@@ -28,6 +28,14 @@ void range_data(const uint8_t *data, size_t size);
 // exist), shape inference and every simplification pass, the check that the engine runs every op. Nothing is
 // written.
 void onnx_import(const uint8_t *data, size_t size);
+// The C API's conversion entry, onnxstream_convert_onnx: the first byte picks the options (bit 0 fp16,
+// bit 1 keep every weight float32, bit 2 int8 weight quantization, bit 3 an input shape "x=1,3,8,8"), the
+// rest is the ONNX file, converted into a scratch folder. A failure must leave no output folder behind.
+void convert_capi(const uint8_t *data, size_t size);
+// model.txt through the C API, run: loaded with small weights synthesized from their file names (a weights
+// provider), every input pushed as zeros, one run under a tight max_bytes, so huge shapes must end in
+// OUT_OF_MEMORY instead of an allocation.
+void model_run(const uint8_t *data, size_t size);
 
 struct Target {
     const char *name;

@@ -1,6 +1,10 @@
 #!/usr/bin/python3
 """Seed corpora for the fuzz targets, written to OUT/<target>/ (run by run_fuzz.sh; nothing here is committed).
 
+Every target starts from its kept regressions (tests/fuzz/regressions/<target>/) and the shared crashers
+(../shared/data/crashers/<target>-*). model_run reads the same model.txt files as model_txt; convert_capi the
+same ONNX files as onnx_import, behind an option byte (plain, fp16, int8 weights, a fixed input shape).
+
 From real files: ../shared's YOLOv8n model.txt and ONNX model (its big initializers turned into graph inputs
 so that it stays under the fuzzers' 1 MB input cap), the bad-input corpus, and whatever the test generators
 left in the build folders given with --build (model.txt, *.npy, range_data.txt, *.onnx). Plus small
@@ -126,7 +130,26 @@ def main():
     add(a.out, "range_data", b"images,0,1\n/model.0/conv/Conv,-3.5,12.25\n")
     add(a.out, "range_data", b"# calibrated\r\na,-1e-3,1e3\r\n\r\nb,0,0\r\n")
     onnx_seeds(a.out, shared, builds)
-    for t in ("model_txt", "npy", "range_data", "onnx_import"):
+    targets = ("model_txt", "model_run", "npy", "range_data", "onnx_import", "convert_capi")
+    for t in targets:
+        kept = os.path.join(root, "tests", "fuzz", "regressions", t)
+        if os.path.isdir(kept):
+            for fn in sorted(os.listdir(kept)):
+                if not fn.startswith("."):
+                    add_file(a.out, t, os.path.join(kept, fn))
+        crashers = os.path.join(shared, "data", "crashers")
+        if os.path.isdir(crashers):
+            for fn in sorted(os.listdir(crashers)):
+                if fn.startswith(t + "-"):
+                    add_file(a.out, t, os.path.join(crashers, fn))
+    for src, dst, prefixes in (("model_txt", "model_run", [b""]), ("onnx_import", "convert_capi", [b"\0", b"\1", b"\4", b"\x08"])):
+        d = os.path.join(a.out, src)
+        for fn in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            with open(os.path.join(d, fn), "rb") as f:
+                data = f.read()
+            for prefix in prefixes:
+                add(a.out, dst, prefix + data)
+    for t in targets:
         d = os.path.join(a.out, t)
         print(f"seeds {t}: {len(os.listdir(d)) if os.path.isdir(d) else 0}")
 

@@ -1,0 +1,113 @@
+#include "onnx/inference_guard.h"
+
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+#include <onnx/defs/schema.h>
+#include <onnx/defs/shape_inference.h>
+
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace onnxstream::importer {
+
+namespace {
+
+constexpr size_t kNone = static_cast<size_t>(-1);
+
+struct Guarded {
+    const char *op;
+    size_t x; // data input
+    size_t w; // weight input whose dims give the kernel shape when the attribute is absent; kNone if none
+};
+
+// The operators whose inference is convPoolShapeInference, convTransposeShapeInference or
+// maxUnpoolShapeInference (the same indexing).
+constexpr Guarded kGuarded[] = {
+    {"Conv", 0, 1},         {"ConvInteger", 0, 1},  {"QLinearConv", 0, 3},   {"ConvTranspose", 0, 1},
+    {"AveragePool", 0, kNone}, {"MaxPool", 0, kNone}, {"LpPool", 0, kNone}, {"MaxUnpool", 0, kNone},
+};
+
+thread_local size_t calls = 0;
+
+int rank_of(onnx::InferenceContext &ctx, size_t i) {
+    if (i >= ctx.getNumInputs()) return -1;
+    const onnx::TypeProto *t = ctx.getInputType(i);
+    if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) return -1;
+    return t->tensor_type().shape().dim_size();
+}
+
+void check(onnx::InferenceContext &ctx, const Guarded &g) {
+    const int xr = rank_of(ctx, g.x);
+    if (xr >= 0 && xr < 3)
+        fail(ONNXSTREAM_ERR_INVALID_MODEL, g.op, ": the input has rank ", xr,
+             "; it must be (N, C, D1, ...) with at least one spatial dimension");
+    const onnx::AttributeProto *kernel = ctx.getAttribute("kernel_shape");
+    const int wr = g.w != kNone ? rank_of(ctx, g.w) : -1;
+    // ConvTranspose reads the weight's dim 1 (output channels per group) even when kernel_shape is given.
+    if (wr >= 0 && wr < 2)
+        fail(ONNXSTREAM_ERR_INVALID_MODEL, g.op, ": the weight has rank ", wr, "; it must be (M, C/group, k1, ...)");
+    if (g.w != kNone && !kernel) {
+        if (xr >= 0 && wr >= 0 && wr != xr)
+            fail(ONNXSTREAM_ERR_INVALID_MODEL, g.op, ": the input has rank ", xr, " but the weight has rank ", wr,
+                 "; they must be equal");
+    }
+    if (std::string(g.op) == "MaxUnpool") {
+        const int ir = rank_of(ctx, 1);
+        if (ir >= 0 && ir < 2) fail(ONNXSTREAM_ERR_INVALID_MODEL, g.op, ": the indices have rank ", ir);
+    }
+    for (const char *name : {"strides", "dilations", "kernel_shape"}) {
+        const onnx::AttributeProto *a = ctx.getAttribute(name);
+        if (!a) continue;
+        if (xr >= 0 && a->ints_size() != xr - 2)
+            fail(ONNXSTREAM_ERR_INVALID_MODEL, g.op, ": ", name, " has ", a->ints_size(), " values for ", xr - 2,
+                 " spatial dimensions");
+        for (int64_t v : a->ints())
+            if (v < 1) fail(ONNXSTREAM_ERR_INVALID_MODEL, g.op, ": ", name, " holds ", v, "; each value must be >= 1");
+    }
+    if (const onnx::AttributeProto *pads = ctx.getAttribute("pads"))
+        if (xr >= 0 && pads->ints_size() != 2 * (xr - 2))
+            fail(ONNXSTREAM_ERR_INVALID_MODEL, g.op, ": pads has ", pads->ints_size(), " values for ", xr - 2,
+                 " spatial dimensions (it needs ", 2 * (xr - 2), ")");
+}
+
+void install() {
+    const auto &map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+    auto range = map.find(onnx::ONNX_DOMAIN);
+    if (range == map.end()) return;
+    for (const Guarded &g : kGuarded) {
+        std::unordered_set<const onnx::OpSchema *> seen;
+        for (int v = range->second.first; v <= range->second.second; ++v) {
+            const onnx::OpSchema *s = onnx::OpSchemaRegistry::Schema(g.op, v, onnx::ONNX_DOMAIN);
+            if (!s || !seen.insert(s).second) continue;
+            onnx::InferenceFunction original = s->GetTypeAndShapeInferenceFunction();
+            // The registry hands out const schemas but owns them as ordinary objects; replacing the
+            // function once, before any inference runs, is how ONNX itself registers them.
+            const_cast<onnx::OpSchema *>(s)->TypeAndShapeInferenceFunction(
+                [g, original](onnx::InferenceContext &ctx) {
+                    ++calls;
+                    check(ctx, g);
+                    original(ctx);
+                });
+        }
+    }
+}
+
+} // namespace
+
+bool is_guarded_op(const std::string &op_type) {
+    for (const Guarded &g : kGuarded)
+        if (op_type == g.op) return true;
+    return false;
+}
+
+void reset_guarded_calls() { calls = 0; }
+size_t guarded_calls() { return calls; }
+
+void install_inference_guards() {
+    static std::once_flag once;
+    std::call_once(once, install);
+}
+
+} // namespace onnxstream::importer
