@@ -50,7 +50,7 @@ std::vector<Case> read_manifest() {
         std::string field;
         while (std::getline(ss, field, '\t')) f.push_back(field);
         if (f.size() != 5) {
-            cases.push_back({"malformed_manifest_line", "", "", line, ""});
+            cases.push_back({"malformed_manifest_line", "", "", line, "", "", 0});
             continue;
         }
         Case c{f[0], f[1], f[2], f[3], f[4], f[0], 0};
@@ -244,8 +244,9 @@ TEST(Manifest, EveryCaseFolderIsListedOnce) {
         listed.insert(c.folder);
     }
     // Per-width cases come in pairs: every @32 line has its @64 line, so both widths say what happens.
-    for (const Case &c : cases)
+    for (const Case &c : cases) {
         if (c.bits) EXPECT_TRUE(names.count(c.folder + (c.bits == 32 ? "_on64" : "_on32"))) << c.name << " has no twin";
+    }
     std::set<std::string> folders;
     DIR *d = opendir((bad_input_dir() + "/corpus").c_str());
     ASSERT_NE(d, nullptr);
