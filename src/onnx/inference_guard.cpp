@@ -30,6 +30,9 @@ constexpr Guarded kGuarded[] = {
 };
 
 thread_local size_t calls = 0;
+// What the last guard rejected on this thread: libonnx 1.17 rethrows exceptions from inference functions
+// as its own ShapeInferenceError, so the importer reads the reason here rather than from the exception.
+thread_local std::string rejection;
 
 int rank_of(onnx::InferenceContext &ctx, size_t i) {
     if (i >= ctx.getNumInputs()) return -1;
@@ -87,7 +90,12 @@ void install() {
             const_cast<onnx::OpSchema *>(s)->TypeAndShapeInferenceFunction(
                 [g, original](onnx::InferenceContext &ctx) {
                     ++calls;
-                    check(ctx, g);
+                    try {
+                        check(ctx, g);
+                    } catch (const Error &e) {
+                        rejection = e.what();
+                        throw;
+                    }
                     original(ctx);
                 });
         }
@@ -102,7 +110,11 @@ bool is_guarded_op(const std::string &op_type) {
     return false;
 }
 
-void reset_guarded_calls() { calls = 0; }
+void reset_guarded_calls() {
+    calls = 0;
+    rejection.clear();
+}
+const std::string &guard_rejection() { return rejection; }
 size_t guarded_calls() { return calls; }
 
 void install_inference_guards() {

@@ -22,5 +22,8 @@ bool is_guarded_op(const std::string &op_type);
 // nodes in order, so after a guard failed, the count is the failing node's rank among the guarded ones.
 void reset_guarded_calls();
 size_t guarded_calls();
+// The message of the guard that failed since the last reset on this thread, or "" (libonnx 1.17 wraps the
+// exception a guard throws in its own, with a different text).
+const std::string &guard_rejection();
 
 } // namespace onnxstream::importer

@@ -95,6 +95,8 @@ void infer_types(IrGraph &g) {
     } catch (const Error &e) {
         fail(e.status(), g.source, ": ", name_failing_node(g, e.what()));
     } catch (const std::exception &) {
+        if (!guard_rejection().empty())
+            fail(ONNXSTREAM_ERR_INVALID_MODEL, g.source, ": ", name_failing_node(g, guard_rejection()));
         m = original;
         reset_guarded_calls();
         try {
@@ -103,6 +105,8 @@ void infer_types(IrGraph &g) {
         } catch (const Error &e) {
             fail(e.status(), g.source, ": ", name_failing_node(g, e.what()));
         } catch (const std::exception &e) {
+            if (!guard_rejection().empty())
+                fail(ONNXSTREAM_ERR_INVALID_MODEL, g.source, ": ", name_failing_node(g, guard_rejection()));
             fail(ONNXSTREAM_ERR_INVALID_MODEL, g.source, ": ONNX shape inference failed: ", e.what());
         }
     }

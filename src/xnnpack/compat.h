@@ -69,15 +69,13 @@ void setup_fully_connected_f32(xnn_operator_t op, size_t batch, const float *x, 
 void setup_fully_connected_f16(xnn_operator_t op, size_t batch, const void *x, void *y, pthreadpool_t pool);
 void setup_fully_connected_qu8(xnn_operator_t op, size_t batch, const uint8_t *x, uint8_t *y, pthreadpool_t pool);
 
-// The per-channel int8 convolution's create function (qc8 in 2022, qs8_qc8w in 2024; same arguments).
-enum xnn_status create_conv2d_qs8_qc8w(uint32_t pad_top, uint32_t pad_right, uint32_t pad_bottom,
-                                       uint32_t pad_left, uint32_t kernel_h, uint32_t kernel_w, uint32_t stride_h,
-                                       uint32_t stride_w, uint32_t dilation_h, uint32_t dilation_w, uint32_t groups,
-                                       size_t group_in, size_t group_out, size_t in_stride, size_t out_stride,
-                                       int8_t input_zero_point, float input_scale, const float *kernel_scales,
-                                       const int8_t *kernel, const int32_t *bias, int8_t output_zero_point,
-                                       float output_scale, int8_t output_min, int8_t output_max, uint32_t flags,
-                                       xnn_operator_t *out);
+// The per-channel int8 convolution's create function, for create_operator: renamed from qc8 (2022) to
+// qs8_qc8w (2024), with the same arguments.
+#if ONNXSTREAM_XNNPACK_2024
+inline constexpr auto create_conv2d_qs8_qc8w = xnn_create_convolution2d_nhwc_qs8_qc8w;
+#else
+inline constexpr auto create_conv2d_qs8_qc8w = xnn_create_convolution2d_nhwc_qc8;
+#endif
 
 // Softmax over `rows` contiguous rows of `channels` floats, created, run and deleted.
 void run_softmax_f32(size_t rows, size_t channels, const float *x, float *y, pthreadpool_t pool);

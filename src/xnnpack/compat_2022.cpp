@@ -51,21 +51,6 @@ void setup_fully_connected_qu8(xnn_operator_t op, size_t batch, const uint8_t *x
     check(xnn_setup_fully_connected_nc_qu8(op, batch, x, y, pool), "xnn_setup_fully_connected_nc_qu8");
 }
 
-enum xnn_status create_conv2d_qs8_qc8w(uint32_t pad_top, uint32_t pad_right, uint32_t pad_bottom,
-                                       uint32_t pad_left, uint32_t kernel_h, uint32_t kernel_w, uint32_t stride_h,
-                                       uint32_t stride_w, uint32_t dilation_h, uint32_t dilation_w, uint32_t groups,
-                                       size_t group_in, size_t group_out, size_t in_stride, size_t out_stride,
-                                       int8_t input_zero_point, float input_scale, const float *kernel_scales,
-                                       const int8_t *kernel, const int32_t *bias, int8_t output_zero_point,
-                                       float output_scale, int8_t output_min, int8_t output_max, uint32_t flags,
-                                       xnn_operator_t *out) {
-    return xnn_create_convolution2d_nhwc_qc8(pad_top, pad_right, pad_bottom, pad_left, kernel_h, kernel_w,
-                                             stride_h, stride_w, dilation_h, dilation_w, groups, group_in,
-                                             group_out, in_stride, out_stride, input_zero_point, input_scale,
-                                             kernel_scales, kernel, bias, output_zero_point, output_scale,
-                                             output_min, output_max, flags, out);
-}
-
 void run_softmax_f32(size_t rows, size_t channels, const float *x, float *y, pthreadpool_t pool) {
     xnn_operator_t raw = nullptr;
     check(xnn_create_softmax_nc_f32(channels, channels, channels, 0, &raw), "xnn_create_softmax_nc_f32");

@@ -30,13 +30,13 @@ bool conv2d_nhwc_qc8(const Conv2dShape &s, const Qc8Params &q, const int8_t *inp
     const size_t channels_in = s.groups * s.group_in;
     const size_t out_stride = s.output_pixel_stride ? s.output_pixel_stride : s.groups * s.group_out;
     xnn_operator_t raw = nullptr;
-    enum xnn_status st = create_conv2d_qs8_qc8w(
-        s.pad_top, s.pad_right, s.pad_bottom, s.pad_left, s.kernel_h, s.kernel_w, s.stride_h, s.stride_w,
+    enum xnn_status st = create_operator(
+        create_conv2d_qs8_qc8w, &raw, s.pad_top, s.pad_right, s.pad_bottom, s.pad_left, s.kernel_h, s.kernel_w, s.stride_h, s.stride_w,
         s.dilation_h, s.dilation_w, s.groups, s.group_in, s.group_out, channels_in, out_stride,
         q.input_zero_point, q.input_scale, q.kernel_scales, kernel, bias, q.output_zero_point, q.output_scale,
-        -128, 127, 0, &raw);
+        int8_t{-128}, int8_t{127}, uint32_t{0});
     if (st == xnn_status_unsupported_parameter || st == xnn_status_invalid_parameter) return false;
-    check(st, "xnn_create_convolution2d_nhwc_qc8");
+    check(st, "xnn_create_convolution2d_nhwc_qs8_qc8w (qc8)");
     Operator op(raw);
     Workspace ws;
     setup_conv2d_qs8_qc8w(raw, ws, s.batch, s.in_h, s.in_w, input, output, pool);
