@@ -90,7 +90,7 @@ if [ "$mode" = arm64 ]; then
         t=$(date +%s)
         ninja -C "$build"
         echo "debian13 arm64: build $(( $(date +%s) - t )) s"
-        "$build/src/tools/onnxstream-run" --version
+        qemu-aarch64-static -L /opt/onnxstream-cross/aarch64-linux-gnu "$build/src/tools/onnxstream-run" --version
         # YOLOv8n with float32 and float16 weights against the reference output, on a Pi Zero 2 / 3 class CPU
         # (no float16 arithmetic) and a Pi 5 class one (ARMv8.2 float16 arithmetic); DEBIAN13_ARM_CPUS
         # chooses (default: both).
