@@ -1,0 +1,40 @@
+# Shared by scripts/demo.sh and scripts/test.sh: timed, printed steps and idempotent apt installs.
+
+step_start=0
+step() {
+    step_start=$(date +%s)
+    printf '== %s\n' "$*"
+}
+step_done() {
+    printf '   done in %d s\n' $(( $(date +%s) - step_start ))
+}
+
+# apt_install PKG...: installs the packages that are not installed yet (nothing when all are), as root or
+# through sudo.
+apt_install() {
+    missing=""
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+    done
+    if [ -z "$missing" ]; then
+        echo "   all $# packages already installed"
+        return 0
+    fi
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo=sudo
+    echo "   apt-get install$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    # A Debian mirror caught mid-sync fails the index download once in a while: retry.
+    n=0
+    until $sudo apt-get update -qq; do
+        n=$((n + 1))
+        [ $n -lt 3 ] || { echo "apt-get update failed 3 times" >&2; return 1; }
+        sleep 20
+    done
+    # shellcheck disable=SC2086
+    $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}
+
+# What building the library, the tools and the sd example needs (Debian 12 or 13).
+BUILD_PACKAGES="build-essential pkg-config meson ninja-build libxnnpack-dev libcpuinfo-dev libpthreadpool-dev
+libpng-dev zlib1g-dev libonnx-dev libprotobuf-dev protobuf-compiler"
