@@ -81,7 +81,7 @@ typedef enum onnxstream_dtype {
 
 /** Built-in weights providers. */
 typedef enum onnxstream_provider_kind {
-    ONNXSTREAM_PROVIDER_AUTO = -1,    /**< chosen by the memory mode: min nocache, balanced prefetch,
+    ONNXSTREAM_PROVIDER_AUTO = -1,    /**< chosen by the memory mode: min and balanced nocache,
                                            max-speed ram (default) */
     ONNXSTREAM_PROVIDER_NOCACHE = 0,  /**< read each weight file when its op runs, free it after */
     ONNXSTREAM_PROVIDER_PREFETCH = 1, /**< like nocache, but a background thread reads ahead */
@@ -91,8 +91,8 @@ typedef enum onnxstream_provider_kind {
 } onnxstream_provider_kind_t;
 
 /**
- * Memory modes: one setting for how much memory a run may use to go faster. The README's table gives
- * measured figures for each.
+ * Memory modes: one setting for how much memory a run may use to go faster. docs/memory-and-speed.md
+ * describes each and docs/benchmarks.md gives measured figures.
  */
 typedef enum onnxstream_memory_mode {
     /** Default. Weights are read when their op runs (no read-ahead thread), in output-channel chunks of
@@ -169,7 +169,7 @@ ONNXSTREAM_API const char *onnxstream_last_error(void);
 typedef struct onnxstream_model_options {
     uint32_t struct_size; /**< sizeof(onnxstream_model_options_t); set by onnxstream_model_options_init */
     int32_t threads;      /**< worker threads; 0 = one per core (default) */
-    int32_t provider;     /**< an onnxstream_provider_kind_t; default ONNXSTREAM_PROVIDER_PREFETCH */
+    int32_t provider;     /**< an onnxstream_provider_kind_t; default ONNXSTREAM_PROVIDER_AUTO */
     uint32_t flags;       /**< ONNXSTREAM_FLAG_* bits; default 0 */
     uint64_t prefetch_bytes; /**< read-ahead budget of the prefetch provider; 0 = from the memory mode
                                   (balanced 64 MiB, min 16 MiB) */

@@ -24,11 +24,11 @@ const (
 	ProviderRAM                             // read once, keep every weight in memory for later runs
 )
 
-// MemoryMode trades memory for speed (see the library README for measured figures).
+// MemoryMode trades memory for speed (docs/benchmarks.md in the repository has measured figures).
 type MemoryMode int
 
 const (
-	MemoryBalanced MemoryMode = iota // default: streamed weights with read-ahead, bounded chunks and attention
+	MemoryBalanced MemoryMode = iota // default: streamed weights read per op, bounded chunks and attention
 	MemoryMin                        // smallest working set: no read-ahead, small weight chunks, flash attention
 	MemoryMaxSpeed                   // keep prepared weights in RAM between runs
 )

@@ -20,7 +20,7 @@ MemorySettings memory_settings(onnxstream_memory_mode_t mode, onnxstream_provide
                                int explicit_slices, uint64_t explicit_chunk_bytes) {
     MemorySettings m;
     // Figures: full-size fp16 SD 1.5 UNet, 2 threads, warm page cache, ONNX Runtime 4.0 s per run in the same
-    // session (README, "Memory modes"). Weights stream in 4 MiB output-channel chunks in every mode: besides
+    // script run (docs/benchmarks.md). Weights stream in 4 MiB output-channel chunks in every mode: besides
     // bounding memory, a chunk's packed weights stay in the CPU caches while the GEMM sweeps all pixels, which
     // made chunked runs faster than whole-weight ones even with everything in RAM (4.2 vs 5.4 s). The mapping
     // cache budget decides most of the rest: freshly mapped pages cost a fault and a clear each (min with an

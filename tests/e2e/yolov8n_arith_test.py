@@ -6,7 +6,7 @@
   arithmetic auto picked (float16 weights widened, or XNNPACK's f16 kernels on CPUs with float16 arithmetic);
 - the same with --arithmetic fp16 forced: completes on every CPU, relative L2 <= 1e-2.
 `--fp16` stores weights as float16 but keeps float32 activations, and the arithmetic option only changes ops
-on float16 activations (README, "float16 arithmetic"): the run reports the resolved arithmetic while every
+on float16 activations (docs/memory-and-speed.md): the run reports the resolved arithmetic while every
 op still computes in float32 (0 fp16 ops, 0 fallbacks), which is checked too. The f16 kernels themselves are
 checked by the ops suite's float16 cases.
 ONNXSTREAM_EXPECT_FP16_ARITHMETIC=1 (an ARMv8.2 CPU with FP16, e.g. qemu -cpu max) requires auto to resolve

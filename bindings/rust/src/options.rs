@@ -26,10 +26,10 @@ impl BuiltinProvider {
     }
 }
 
-/// How much memory a run may use to go faster (the README has measured figures).
+/// How much memory a run may use to go faster (docs/benchmarks.md in the repository has measured figures).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MemoryMode {
-    /// Default: streamed weights with read-ahead, bounded weight chunks and attention blocks.
+    /// Default: streamed weights read per op, bounded weight chunks and attention blocks.
     Balanced,
     /// Smallest working set: no read-ahead, small weight chunks, flash attention.
     Min,
