@@ -1,0 +1,157 @@
+"""YOLOv8n end to end against ONNX Runtime's reference output (rel L2 <= 1e-4).
+
+ONNXSTREAM_RUN, when set to the onnxstream-run CLI, adds a bit-exact comparison of the Python
+provider's result with the C tool's (meson sets it for native builds with tools).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import onnxstream
+from onnxstream import Error, Status
+
+THREADS = 2
+
+
+class FileProvider:
+    """Serves every weight from the model folder, from Python, like the built-in nocache provider."""
+
+    def __init__(self, model_dir: Path):
+        self.model_dir = model_dir
+        self.files = set()
+        self.closes = 0
+
+    def read(self, request, dst):
+        self.files.add(request.file)
+        with open(self.model_dir / request.file, "rb") as f:
+            return f.readinto(dst)
+
+    def close(self):
+        self.closes += 1
+
+
+class ArrayLender:
+    """Lends each weight file as a NumPy array read once (zero-copy into the engine)."""
+
+    def __init__(self, model_dir: Path):
+        self.model_dir = model_dir
+        self.cache = {}
+        self.lent = self.released = 0
+
+    def lend(self, request):
+        if request.file not in self.cache:
+            self.cache[request.file] = np.fromfile(self.model_dir / request.file, dtype=np.uint8)
+        self.lent += 1
+        return self.cache[request.file]
+
+    def release(self, buffer):
+        self.released += 1
+
+
+def provider_model(yolo, provider, **kwargs) -> onnxstream.Model:
+    # Only model.txt comes from disk: every weight comes from the provider.
+    text = (yolo.model_dir / "model.txt").read_text()
+    return onnxstream.Model.from_string(text, None, threads=THREADS, weights_provider=provider, **kwargs)
+
+
+def test_builtin_provider_matches_reference(yolo):
+    with onnxstream.Model(yolo.model_dir, threads=THREADS) as model:
+        assert model.inputs == [onnxstream.TensorInfo("images", (1, 3, 640, 640), onnxstream.DType.FLOAT32)]
+        yolo.check(model.run({"images": yolo.input}))
+        stats = model.run_stats()
+        assert stats.run_us > 0 and stats.weight_bytes_read > 1_000_000
+        assert model.memory_stats().peak_bytes > yolo.input.nbytes
+
+
+@pytest.fixture(scope="module")
+def provider_output(yolo):
+    """output0 of a run whose every weight came from FileProvider."""
+    provider = FileProvider(yolo.model_dir)
+    with provider_model(yolo, provider) as model:
+        y = model.run({"images": yolo.input})["output0"]
+    assert provider.closes == 1 and len(provider.files) > 100
+    return y
+
+
+def test_python_provider_matches_reference(yolo, provider_output):
+    yolo.check({"output0": provider_output})
+
+
+def test_python_provider_matches_cli_bit_for_bit(yolo, provider_output, tmp_path):
+    cli = os.environ.get("ONNXSTREAM_RUN")
+    if not cli:
+        pytest.skip("ONNXSTREAM_RUN is not set: no comparison with the C CLI")
+    subprocess.run([cli, str(yolo.model_dir), "--input", f"images={yolo.input_path}", "--threads", str(THREADS),
+                    "--provider", "nocache", "--output-dir", str(tmp_path)], check=True, capture_output=True)
+    ref = np.load(tmp_path / "output0.npy")
+    assert ref.shape == provider_output.shape
+    diff = float(np.max(np.abs(ref.astype(np.float64) - provider_output)))
+    assert diff == 0, f"the Python provider changed the result: max |diff| {diff}"
+
+
+def test_zero_copy_lender_matches_reference(yolo):
+    lender = ArrayLender(yolo.model_dir)
+    with provider_model(yolo, lender) as model:
+        yolo.check(model.run({"images": yolo.input}))
+        assert lender.lent > 100 and lender.released == lender.lent
+
+
+@pytest.mark.parametrize("mode", ["fail", "raise"])
+def test_failing_provider_mid_network(yolo, mode):
+    target = "model_2E_9_2E_cv2_2E_conv_2E_bias.bin"  # the SPPF block, halfway through the network
+    files = FileProvider(yolo.model_dir)
+
+    def read(request, dst):
+        if request.file == target:
+            if mode == "fail":
+                return False
+            raise PermissionError(f"no access to {request.file}")
+        return files.read(request, dst)
+
+    with provider_model(yolo, read) as model:
+        with pytest.raises(Error) as e:
+            model.run({"images": yolo.input})
+        assert e.value.status == Status.CALLBACK and f"'{target}'" in e.value.message
+        if mode == "fail":
+            assert "read returned False" in e.value.message
+        else:
+            assert f"PermissionError: no access to {target}" in e.value.message
+            assert isinstance(e.value.__cause__, PermissionError)
+        assert len(files.files) > 10  # it failed halfway, not at the first weight
+
+
+def test_cancel_through_progress_then_run_again(yolo):
+    seen = []
+
+    def progress(p):
+        seen.append(p)
+        return p.op_index < 10  # False after op 10 cancels
+
+    with onnxstream.Model(yolo.model_dir, threads=THREADS, progress=progress) as model:
+        with pytest.raises(Error) as e:
+            model.run({"images": yolo.input})
+        assert e.value.status == Status.CANCELLED
+        assert [p.op_index for p in seen] == list(range(11))
+        assert seen[0].op_count > 100 and all(p.peak_bytes >= p.current_bytes for p in seen)
+        model.set_progress_callback(None)
+        yolo.check(model.run())  # the model stays usable, with its inputs still pushed
+
+
+def test_bad_input_shape_and_dtype(yolo):
+    with onnxstream.Model(yolo.model_dir, threads=THREADS) as model:
+        for bad in (yolo.input[:, :, :320], yolo.input.astype(np.float64), yolo.input.reshape(3, 640, 640)):
+            with pytest.raises(Error) as e:
+                model.push("images", bad)
+            assert e.value.status == Status.INVALID_ARGUMENT
+        # A non-contiguous view of the right shape is made contiguous, not rejected.
+        wide = np.zeros((1, 3, 640, 1280), dtype=np.float32)
+        wide[..., ::2] = yolo.input
+        view = wide[..., ::2]
+        assert not view.flags.c_contiguous
+        yolo.check(model.run({"images": view}))
