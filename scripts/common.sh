@@ -25,10 +25,15 @@ apt_install() {
     echo "   apt-get install$missing"
     export DEBIAN_FRONTEND=noninteractive
     # A Debian mirror caught mid-sync fails the index download once in a while: retry.
+    # A failed index (often another architecture's, on a machine set up for cross builds) leaves the
+    # others usable: after three tries go on, and let apt-get install say if a package is really missing.
     n=0
     until $sudo apt-get update -qq; do
         n=$((n + 1))
-        [ $n -lt 3 ] || { echo "apt-get update failed 3 times" >&2; return 1; }
+        if [ $n -ge 3 ]; then
+            echo "   apt-get update failed 3 times: installing from the indexes that did arrive" >&2
+            break
+        fi
         sleep 20
     done
     # shellcheck disable=SC2086
