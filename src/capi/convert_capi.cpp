@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "exec/model.h"
-#include "tools/npy.h"
+#include "util/npy.h"
 
 #include "capi/guard.h"
 #include "onnx/importer.h"

@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "graph/attributes.h"
+#include "ops/attributes.h"
 #include "graph/model_txt.h"
 #include "ops/op.h"
 #include "util/checked.h"

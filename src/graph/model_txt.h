@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/attributes.h"
 #include "tensor/tensor.h"
 
 namespace onnxstream {
@@ -23,12 +24,6 @@ struct TensorRef {
     std::string quant_text;   // "scale,zero_point" / "@scales.bin,axis" exactly as written (round trip)
     std::string scales_file;  // per-channel: the float32 scales file (quant.channel_scales loads later)
     int column = 0;           // 1-based column of the reference in its line
-};
-
-struct AttributeText {
-    std::string key;
-    std::string value;
-    int column = 0;
 };
 
 struct OpLine {

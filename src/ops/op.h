@@ -14,7 +14,7 @@
 
 #include <pthreadpool.h>
 
-#include "graph/attributes.h"
+#include "ops/attributes.h"
 #include "tensor/tensor.h"
 #include "util/error.h"
 

@@ -17,7 +17,7 @@
 #include "onnxstream.h"
 #include "tensor/half.h"
 #include "util/strings.h"
-#include "tools/npy.h"
+#include "util/npy.h"
 
 using onnxstream::tools::NpyArray;
 

@@ -13,7 +13,7 @@
 
 #include "exec/model.h"
 #include "tensor/half.h"
-#include "tools/npy.h"
+#include "util/npy.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;

@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tools/npy.h"
+#include "util/npy.h"
 
 namespace onnxstream::testing {
 

@@ -25,7 +25,7 @@
 
 #include "onnxstream.h"
 #include "common/conversion_util.h"
-#include "tools/npy.h"
+#include "util/npy.h"
 
 namespace {
 

@@ -22,7 +22,7 @@
 #include "common/conversion_util.h"
 #include "exec/model.h"
 #include "tensor/allocator.h"
-#include "tools/npy.h"
+#include "util/npy.h"
 
 using namespace onnxstream;
 using onnxstream::testing::AllocationFaults;

@@ -11,7 +11,7 @@
 #include "exec/range_data.h"
 #include "tensor/allocator.h"
 #include "tensor/half.h"
-#include "tools/npy.h"
+#include "util/npy.h"
 #include "util/error.h"
 #include "onnxstream.h"
 

@@ -14,7 +14,7 @@
 
 #include "onnxstream.h"
 #include "tensor/half.h"
-#include "tools/npy.h"
+#include "util/npy.h"
 
 namespace fs = std::filesystem;
 

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 
 #include "common/conversion_util.h"
-#include "tools/npy.h"
+#include "util/npy.h"
 
 using namespace onnxstream::testing;
 using onnxstream::tools::NpyArray;

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "graph/attributes.h"
+#include "ops/attributes.h"
 #include "graph/model_txt.h"
 #include "test_util.h"
 #include "util/strings.h"

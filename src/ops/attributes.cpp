@@ -1,4 +1,4 @@
-#include "graph/attributes.h"
+#include "ops/attributes.h"
 
 #include "util/error.h"
 #include "util/strings.h"

@@ -1,4 +1,5 @@
-// Minimal NumPy .npy reader/writer (format versions 1-3, little-endian, C order) for the CLI tools.
+// Minimal NumPy .npy reader/writer (format versions 1-3, little-endian, C order): onnxstream-run's inputs and
+// outputs, the converter's calibration inputs.
 #pragma once
 
 #include <cstdint>

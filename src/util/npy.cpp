@@ -1,4 +1,4 @@
-#include "tools/npy.h"
+#include "util/npy.h"
 
 #include <cstring>
 #include <fstream>

@@ -7,9 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "graph/model_txt.h"
-
 namespace onnxstream {
+
+// One `KEY:VALUE` of a model.txt line, as written. It lives here rather than beside the parser
+// (graph/model_txt.h) so that ops, which read it, do not depend on the graph layer above them.
+struct AttributeText {
+    std::string key;
+    std::string value;
+    int column = 0;
+};
 
 class Attributes {
 public:
