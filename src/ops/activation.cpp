@@ -284,23 +284,21 @@ void run_clip(RunContext &ctx) {
 } // namespace
 
 void register_activation_ops(Registry &r) {
-    OpDef sigmoid{infer_float_act, run_sigmoid};
-    sigmoid.output_may_reuse_input = true; // elementwise: may write over its dying input
-    r.add("Sigmoid", sigmoid);
-    r.add("Relu", {infer_relu, run_relu});
-    r.add("LeakyRelu", {infer_float_act, run_leaky_relu});
-    r.add("Elu", {infer_float_act, run_elu});
-    r.add("Selu", {infer_float_act, run_selu});
-    r.add("Celu", {infer_float_act, run_celu});
-    r.add("Gelu", {infer_gelu, run_gelu});
-    r.add("HardSigmoid", {infer_float_act, run_hard_sigmoid});
-    r.add("HardSwish", {infer_float_act, run_hard_swish});
-    r.add("Softplus", {infer_float_act, run_softplus});
-    r.add("Softsign", {infer_float_act, run_softsign});
-    r.add("Mish", {infer_float_act, run_mish});
-    r.add("ThresholdedRelu", {infer_float_act, run_thresholded_relu});
-    r.add("PRelu", {infer_prelu, run_prelu});
-    r.add("Clip", {infer_clip, run_clip});
+    r.add("Sigmoid", infer_float_act, run_sigmoid).with_output_may_reuse_input(); // elementwise
+    r.add("Relu", infer_relu, run_relu);
+    r.add("LeakyRelu", infer_float_act, run_leaky_relu);
+    r.add("Elu", infer_float_act, run_elu);
+    r.add("Selu", infer_float_act, run_selu);
+    r.add("Celu", infer_float_act, run_celu);
+    r.add("Gelu", infer_gelu, run_gelu);
+    r.add("HardSigmoid", infer_float_act, run_hard_sigmoid);
+    r.add("HardSwish", infer_float_act, run_hard_swish);
+    r.add("Softplus", infer_float_act, run_softplus);
+    r.add("Softsign", infer_float_act, run_softsign);
+    r.add("Mish", infer_float_act, run_mish);
+    r.add("ThresholdedRelu", infer_float_act, run_thresholded_relu);
+    r.add("PRelu", infer_prelu, run_prelu);
+    r.add("Clip", infer_clip, run_clip);
 }
 
 } // namespace onnxstream

@@ -593,7 +593,7 @@ void run_attention(RunContext &ctx) {
 } // namespace
 
 void register_attention_ops(Registry &r) {
-    r.add("ScaledDotProductAttention", {infer_attention, run_attention});
+    r.add("ScaledDotProductAttention", infer_attention, run_attention);
 }
 
 } // namespace onnxstream

@@ -587,9 +587,12 @@ void deconv_run(RunContext &ctx) {
 } // namespace
 
 void register_conv_ops(Registry &r) {
-    r.add("Conv", {conv_infer, conv_run, /*ohwi_weight_input=*/1, /*reads_weights_exactly=*/true,
-                   /*streamable_weight_input=*/1, NhwcIo::Native});
-    r.add("ConvTranspose", {deconv_infer, deconv_run, -1, /*reads_weights_exactly=*/true, -1, NhwcIo::Native});
+    r.add("Conv", conv_infer, conv_run)
+        .with_ohwi_weight_input(1)
+        .with_reads_weights_exactly()
+        .with_streamable_weight_input(1)
+        .with_nhwc(NhwcIo::Native);
+    r.add("ConvTranspose", deconv_infer, deconv_run).with_reads_weights_exactly().with_nhwc(NhwcIo::Native);
 }
 
 } // namespace onnxstream

@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/registry.h"
 #include "ops/shape_common.h"
 #include "ops/transpose.h"
 
-namespace onnxstream::shapeops {
+namespace onnxstream {
+
+namespace shapeops {
 
 namespace {
 
@@ -244,8 +247,6 @@ int64_t pad_source(int64_t s, int64_t d, PadMode mode) {
     }
     }
 }
-
-} // namespace
 
 // ---- Expand / Tile ----
 
@@ -644,4 +645,18 @@ void pad_run(RunContext &ctx) {
     });
 }
 
-} // namespace onnxstream::shapeops
+} // namespace
+
+} // namespace shapeops
+
+void register_copy_ops(Registry &r) {
+    using namespace shapeops;
+    r.add("Concat", concat_infer, concat_run);
+    r.add("Split", split_infer, split_run);
+    r.add("Slice", slice_infer, slice_run);
+    r.add("Pad", pad_infer, pad_run);
+    r.add("Expand", expand_infer, expand_run);
+    r.add("Tile", tile_infer, tile_run);
+}
+
+} // namespace onnxstream

@@ -868,48 +868,46 @@ void register_elementwise_ops(Registry &r) {
     for (const auto &[name, run] : {std::pair<const char *, RunFn>{"Add", run_binary_arith<AddOp>},
                                     {"Sub", run_binary_arith<SubOp>}, {"Mul", run_binary_arith<MulOp>},
                                     {"Div", run_binary_arith<DivOp>}}) {
-        OpDef def{infer_binary_arith, run};
-        def.output_may_reuse_input = true;
-        r.add(name, def);
+        r.add(name, infer_binary_arith, run).with_output_may_reuse_input();
     }
-    r.add("Sum", {infer_variadic_numeric, run_binary_arith<AddOp>});
-    r.add("Mean", {infer_variadic_float, run_mean});
-    r.add("Min", {infer_variadic_numeric, run_binary_arith<MinOp>});
-    r.add("Max", {infer_variadic_numeric, run_binary_arith<MaxOp>});
-    r.add("Pow", {infer_pow, run_pow});
-    r.add("Mod", {infer_mod, run_mod});
+    r.add("Sum", infer_variadic_numeric, run_binary_arith<AddOp>);
+    r.add("Mean", infer_variadic_float, run_mean);
+    r.add("Min", infer_variadic_numeric, run_binary_arith<MinOp>);
+    r.add("Max", infer_variadic_numeric, run_binary_arith<MaxOp>);
+    r.add("Pow", infer_pow, run_pow);
+    r.add("Mod", infer_mod, run_mod);
 
-    r.add("Equal", {infer_compare, run_compare<EqualCmp>});
-    r.add("Less", {infer_compare, run_compare<LessCmp>});
-    r.add("Greater", {infer_compare, run_compare<GreaterCmp>});
-    r.add("LessOrEqual", {infer_compare, run_compare<LessEqualCmp>});
-    r.add("GreaterOrEqual", {infer_compare, run_compare<GreaterEqualCmp>});
-    r.add("And", {infer_logical, run_logical<AndOp>});
-    r.add("Or", {infer_logical, run_logical<OrOp>});
-    r.add("Xor", {infer_logical, run_logical<XorOp>});
-    r.add("Not", {infer_not, run_not});
-    r.add("Where", {infer_where, run_where});
+    r.add("Equal", infer_compare, run_compare<EqualCmp>);
+    r.add("Less", infer_compare, run_compare<LessCmp>);
+    r.add("Greater", infer_compare, run_compare<GreaterCmp>);
+    r.add("LessOrEqual", infer_compare, run_compare<LessEqualCmp>);
+    r.add("GreaterOrEqual", infer_compare, run_compare<GreaterEqualCmp>);
+    r.add("And", infer_logical, run_logical<AndOp>);
+    r.add("Or", infer_logical, run_logical<OrOp>);
+    r.add("Xor", infer_logical, run_logical<XorOp>);
+    r.add("Not", infer_not, run_not);
+    r.add("Where", infer_where, run_where);
 
-    r.add("Sqrt", {infer_float_unary, run_float_unary<SqrtK>});
-    r.add("Neg", {infer_signed_unary, run_signed_unary<NegK>});
-    r.add("Abs", {infer_signed_unary, run_signed_unary<AbsK>});
-    r.add("Sign", {infer_signed_unary, run_signed_unary<SignK>});
-    r.add("Exp", {infer_float_unary, run_float_unary<ExpK>});
-    r.add("Log", {infer_float_unary, run_float_unary<LogK>});
-    r.add("Erf", {infer_float_unary, run_float_unary<ErfK>});
-    r.add("Sin", {infer_float_unary, run_float_unary<SinK>});
-    r.add("Cos", {infer_float_unary, run_float_unary<CosK>});
-    r.add("Tanh", {infer_float_unary, run_float_unary<TanhK>});
-    r.add("Reciprocal", {infer_float_unary, run_float_unary<ReciprocalK>});
-    r.add("Floor", {infer_float_unary, run_float_unary<FloorK>});
-    r.add("Ceil", {infer_float_unary, run_float_unary<CeilK>});
-    r.add("Round", {infer_float_unary, run_float_unary<RoundK>});
-    r.add("IsNaN", {infer_float_predicate, run_isnan});
-    r.add("IsInf", {infer_isinf, run_isinf});
+    r.add("Sqrt", infer_float_unary, run_float_unary<SqrtK>);
+    r.add("Neg", infer_signed_unary, run_signed_unary<NegK>);
+    r.add("Abs", infer_signed_unary, run_signed_unary<AbsK>);
+    r.add("Sign", infer_signed_unary, run_signed_unary<SignK>);
+    r.add("Exp", infer_float_unary, run_float_unary<ExpK>);
+    r.add("Log", infer_float_unary, run_float_unary<LogK>);
+    r.add("Erf", infer_float_unary, run_float_unary<ErfK>);
+    r.add("Sin", infer_float_unary, run_float_unary<SinK>);
+    r.add("Cos", infer_float_unary, run_float_unary<CosK>);
+    r.add("Tanh", infer_float_unary, run_float_unary<TanhK>);
+    r.add("Reciprocal", infer_float_unary, run_float_unary<ReciprocalK>);
+    r.add("Floor", infer_float_unary, run_float_unary<FloorK>);
+    r.add("Ceil", infer_float_unary, run_float_unary<CeilK>);
+    r.add("Round", infer_float_unary, run_float_unary<RoundK>);
+    r.add("IsNaN", infer_float_predicate, run_isnan);
+    r.add("IsInf", infer_isinf, run_isinf);
 
-    r.add("Cast", {infer_cast, run_cast});
-    r.add("CastLike", {infer_cast_like, [](RunContext &ctx) { cast_into(ctx, ctx.output_info(0).dtype); }});
-    r.add("Identity", {infer_identity, run_identity});
+    r.add("Cast", infer_cast, run_cast);
+    r.add("CastLike", infer_cast_like, [](RunContext &ctx) { cast_into(ctx, ctx.output_info(0).dtype); });
+    r.add("Identity", infer_identity, run_identity);
 }
 
 } // namespace onnxstream

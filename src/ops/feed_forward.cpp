@@ -214,9 +214,10 @@ void run_geglu_ffn(RunContext &ctx) {
 
 void register_feed_forward_ops(Registry &r) {
     // Weights reach XNNPACK only as packed FC weights; W1 (input 1) and W2 (input 3) stream in row chunks.
-    OpDef def{infer_geglu_ffn, run_geglu_ffn, -1, true, /*streamable_weight_input=*/kW1};
-    def.streamable_weight_mask = 1u << kW2;
-    r.add("GegluFeedForward", def);
+    r.add("GegluFeedForward", infer_geglu_ffn, run_geglu_ffn)
+        .with_reads_weights_exactly()
+        .with_streamable_weight_input(kW1)
+        .with_streamable_weight_mask(1u << kW2);
 }
 
 } // namespace onnxstream

@@ -7,12 +7,16 @@
 #include <map>
 #include <type_traits>
 
+#include "ops/registry.h"
 #include "ops/shape_common.h"
 #include "tensor/half.h"
 
-namespace onnxstream::shapeops {
+namespace onnxstream {
+
+namespace shapeops {
 
 namespace {
+
 
 template <typename I> int64_t index_at(const void *p, size_t i) { return static_cast<const I *>(p)[i]; }
 
@@ -48,7 +52,6 @@ void gather_scalars(T *dst, const T *src, const std::vector<int64_t> &idx, size_
     }
 }
 
-} // namespace
 
 // ---- Gather ----
 
@@ -149,7 +152,6 @@ std::vector<TensorInfo> gather_elements_infer(const InferContext &ctx) {
     return {info_like(data, indices.shape)};
 }
 
-namespace {
 // Out-of-range indices raise `bad` (exceptions must not leave pool threads); the caller reports them.
 template <typename T, typename I>
 void gather_elements_rows(T *dst, const T *src, const I *idx, const Shape &ishape,
@@ -206,7 +208,6 @@ void gather_elements_typed(RunContext &ctx, const Tensor &data, const Tensor &in
     });
     if (bad) normalized_indices(ctx.node.where, indices, axis_dim); // throws, naming the first bad index
 }
-} // namespace
 
 void gather_elements_run(RunContext &ctx) {
     const Tensor &data = ctx.input(0);
@@ -225,7 +226,6 @@ void gather_elements_run(RunContext &ctx) {
 
 // ---- ScatterND ----
 
-namespace {
 enum class Reduction { None, Add, Mul, Max, Min };
 
 Reduction scatter_reduction(const std::string &where, const Attributes &attrs) {
@@ -267,7 +267,6 @@ void reduce_slice_half(void *dst, const void *src, size_t n, Reduction r) {
     for (size_t i = 0; i < n; ++i)
         d[i] = float_to_half(reduce_one(half_to_float(d[i]), half_to_float(s[i]), r));
 }
-} // namespace
 
 std::vector<TensorInfo> scatter_nd_infer(const InferContext &ctx) {
     ctx.require_inputs(3, 3);
@@ -329,4 +328,15 @@ void scatter_nd_run(RunContext &ctx) {
     }
 }
 
-} // namespace onnxstream::shapeops
+} // namespace
+
+} // namespace shapeops
+
+void register_gather_scatter_ops(Registry &r) {
+    using namespace shapeops;
+    r.add("Gather", gather_infer, gather_run).with_streamable_weight_input(0);
+    r.add("GatherElements", gather_elements_infer, gather_elements_run);
+    r.add("ScatterND", scatter_nd_infer, scatter_nd_run);
+}
+
+} // namespace onnxstream

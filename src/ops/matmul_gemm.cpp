@@ -939,9 +939,9 @@ void run_einsum(RunContext &ctx) {
 void register_matmul_gemm_ops(Registry &r) {
     // Weights reach XNNPACK only as packed FC weights or through readable_f32/arrange copies, which give
     // them the read-past-the-end slack XNNPACK inputs need.
-    r.add("MatMul", {infer_matmul, run_matmul, -1, true, /*streamable_weight_input=*/1});
-    r.add("Gemm", {infer_gemm, run_gemm, -1, true, /*streamable_weight_input=*/1});
-    r.add("Einsum", {infer_einsum, run_einsum, -1, true});
+    r.add("MatMul", infer_matmul, run_matmul).with_reads_weights_exactly().with_streamable_weight_input(1);
+    r.add("Gemm", infer_gemm, run_gemm).with_reads_weights_exactly().with_streamable_weight_input(1);
+    r.add("Einsum", infer_einsum, run_einsum).with_reads_weights_exactly();
 }
 
 } // namespace onnxstream

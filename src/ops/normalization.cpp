@@ -637,14 +637,16 @@ void run_lpnorm(RunContext &ctx) {
 
 void register_normalization_ops(Registry &r) {
     // Hand-written loops read weights exactly; Softmax copies an unpadded input before XNNPACK sees it.
-    r.add("BatchNormalization", {infer_batchnorm, run_batchnorm, -1, true});
-    r.add("InstanceNormalization", {infer_instancenorm, run_instancenorm, -1, true, -1, NhwcIo::Same});
-    r.add("GroupNormalization", {infer_groupnorm, run_groupnorm, -1, true, -1, NhwcIo::Same});
-    r.add("LayerNormalization", {infer_layernorm, run_layernorm, -1, true});
-    r.add("Softmax", {infer_softmax, run_softmax<false>, -1, true});
-    r.add("LogSoftmax", {infer_softmax, run_softmax<true>, -1, true});
-    r.add("Hardmax", {infer_softmax, run_hardmax, -1, true});
-    r.add("LpNormalization", {infer_lpnorm, run_lpnorm, -1, true});
+    r.add("BatchNormalization", infer_batchnorm, run_batchnorm).with_reads_weights_exactly();
+    r.add("InstanceNormalization", infer_instancenorm, run_instancenorm)
+        .with_reads_weights_exactly()
+        .with_nhwc(NhwcIo::Same);
+    r.add("GroupNormalization", infer_groupnorm, run_groupnorm).with_reads_weights_exactly().with_nhwc(NhwcIo::Same);
+    r.add("LayerNormalization", infer_layernorm, run_layernorm).with_reads_weights_exactly();
+    r.add("Softmax", infer_softmax, run_softmax<false>).with_reads_weights_exactly();
+    r.add("LogSoftmax", infer_softmax, run_softmax<true>).with_reads_weights_exactly();
+    r.add("Hardmax", infer_softmax, run_hardmax).with_reads_weights_exactly();
+    r.add("LpNormalization", infer_lpnorm, run_lpnorm).with_reads_weights_exactly();
 }
 
 } // namespace onnxstream

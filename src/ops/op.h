@@ -247,6 +247,33 @@ struct OpDef {
         return streamable_weight_input == static_cast<int>(input) ||
                (input < 32 && ((streamable_weight_mask >> input) & 1u) != 0);
     }
+
+    // Named setters for registration (C++17 has no designated initializers), so each registration says
+    // which fields it sets: r.add("Conv", infer, run).with_ohwi_weight_input(1).with_reads_weights_exactly().
+    OpDef &with_ohwi_weight_input(int input) {
+        ohwi_weight_input = input;
+        return *this;
+    }
+    OpDef &with_reads_weights_exactly() {
+        reads_weights_exactly = true;
+        return *this;
+    }
+    OpDef &with_streamable_weight_input(int input) {
+        streamable_weight_input = input;
+        return *this;
+    }
+    OpDef &with_nhwc(NhwcIo io) {
+        nhwc = io;
+        return *this;
+    }
+    OpDef &with_output_may_reuse_input() {
+        output_may_reuse_input = true;
+        return *this;
+    }
+    OpDef &with_streamable_weight_mask(uint32_t mask) {
+        streamable_weight_mask = mask;
+        return *this;
+    }
 };
 
 // Run fn(i) for i in [0, n) on the pool, in tiles of `tile` indices (fn gets begin, end).

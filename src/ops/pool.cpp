@@ -378,12 +378,11 @@ void global_pool_run(RunContext &ctx) {
 
 } // namespace
 
-// Called by register_resize_pool_ops (ops/resize_pool.cpp).
 void register_pool_ops(Registry &r) {
-    r.add("MaxPool", {pool_infer, pool_run, -1, false, -1, NhwcIo::Same});
-    r.add("AveragePool", {pool_infer, pool_run, -1, false, -1, NhwcIo::Same});
-    r.add("GlobalAveragePool", {global_pool_infer, global_pool_run, -1, false, -1, NhwcIo::Same});
-    r.add("GlobalMaxPool", {global_pool_infer, global_pool_run, -1, false, -1, NhwcIo::Same});
+    r.add("MaxPool", pool_infer, pool_run).with_nhwc(NhwcIo::Same);
+    r.add("AveragePool", pool_infer, pool_run).with_nhwc(NhwcIo::Same);
+    r.add("GlobalAveragePool", global_pool_infer, global_pool_run).with_nhwc(NhwcIo::Same);
+    r.add("GlobalMaxPool", global_pool_infer, global_pool_run).with_nhwc(NhwcIo::Same);
 }
 
 } // namespace onnxstream

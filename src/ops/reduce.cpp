@@ -552,9 +552,9 @@ void register_reduce_ops(Registry &r) {
     // Plain loops read weights exactly.
     for (const char *type : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
                              "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"})
-        r.add(type, {infer_reduce, run_reduce, -1, true});
-    r.add("ArgMax", {infer_arg, run_arg, -1, true});
-    r.add("ArgMin", {infer_arg, run_arg, -1, true});
+        r.add(type, infer_reduce, run_reduce).with_reads_weights_exactly();
+    r.add("ArgMax", infer_arg, run_arg).with_reads_weights_exactly();
+    r.add("ArgMin", infer_arg, run_arg).with_reads_weights_exactly();
 }
 
 } // namespace onnxstream

@@ -17,8 +17,12 @@ const Registry &Registry::builtin() {
         register_matmul_gemm_ops(r);
         register_normalization_ops(r);
         register_shape_ops(r);
+        register_copy_ops(r);
+        register_transpose_ops(r);
+        register_gather_scatter_ops(r);
         register_reduce_ops(r);
-        register_resize_pool_ops(r);
+        register_resize_ops(r);
+        register_pool_ops(r);
         register_attention_ops(r);
         register_feed_forward_ops(r);
         return r;

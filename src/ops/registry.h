@@ -12,7 +12,15 @@ namespace onnxstream {
 
 class Registry {
 public:
-    void add(const std::string &type, OpDef def) { ops_[type] = def; }
+    // Registers `type` with default OpDef fields besides infer and run; the returned entry takes the
+    // OpDef::with_* setters for the others.
+    OpDef &add(const std::string &type, InferFn infer, RunFn run) {
+        OpDef &def = ops_[type];
+        def = OpDef{};
+        def.infer = infer;
+        def.run = run;
+        return def;
+    }
     const OpDef *find(const std::string &type) const {
         auto it = ops_.find(type);
         return it == ops_.end() ? nullptr : &it->second;
@@ -26,15 +34,20 @@ private:
     std::map<std::string, OpDef> ops_;
 };
 
-void register_elementwise_ops(Registry &r);   // ops/elementwise.cpp
-void register_activation_ops(Registry &r);    // ops/activation.cpp
-void register_conv_ops(Registry &r);          // ops/conv.cpp
-void register_matmul_gemm_ops(Registry &r);   // ops/matmul_gemm.cpp
-void register_normalization_ops(Registry &r); // ops/normalization.cpp
-void register_shape_ops(Registry &r);         // ops/shape_ops.cpp
-void register_reduce_ops(Registry &r);        // ops/reduce.cpp
-void register_resize_pool_ops(Registry &r);   // ops/resize_pool.cpp
-void register_attention_ops(Registry &r);     // ops/attention.cpp
-void register_feed_forward_ops(Registry &r);  // ops/feed_forward.cpp
+// One per op family file, each registering the ops that file implements.
+void register_elementwise_ops(Registry &r);     // ops/elementwise.cpp
+void register_activation_ops(Registry &r);      // ops/activation.cpp
+void register_conv_ops(Registry &r);            // ops/conv.cpp
+void register_matmul_gemm_ops(Registry &r);     // ops/matmul_gemm.cpp
+void register_normalization_ops(Registry &r);   // ops/normalization.cpp
+void register_shape_ops(Registry &r);           // ops/shape_ops.cpp
+void register_copy_ops(Registry &r);            // ops/copy_ops.cpp
+void register_transpose_ops(Registry &r);       // ops/transpose.cpp
+void register_gather_scatter_ops(Registry &r);  // ops/gather_scatter.cpp
+void register_reduce_ops(Registry &r);          // ops/reduce.cpp
+void register_resize_ops(Registry &r);          // ops/resize.cpp
+void register_pool_ops(Registry &r);            // ops/pool.cpp
+void register_attention_ops(Registry &r);       // ops/attention.cpp
+void register_feed_forward_ops(Registry &r);    // ops/feed_forward.cpp
 
 } // namespace onnxstream

@@ -1,5 +1,5 @@
 // Helpers shared by the shape/data-movement op files (shape_ops.cpp, copy_ops.cpp, gather_scatter.cpp,
-// transpose.cpp), and the op functions the other files hand to register_shape_ops in shape_ops.cpp.
+// transpose.cpp).
 #pragma once
 
 #include <algorithm>
@@ -111,35 +111,5 @@ void fill_elements(void *dst, size_t count, const void *value, size_t esz);
 void parallel_memcpy(pthreadpool_t pool, void *dst, const void *src, size_t bytes);
 // Write `value` converted to dtype into out (dtype_size(dtype) bytes); integer targets saturate.
 void store_scalar(DType dtype, double value, void *out);
-
-// Ops implemented in copy_ops.cpp.
-std::vector<TensorInfo> concat_infer(const InferContext &ctx);
-void concat_run(RunContext &ctx);
-std::vector<TensorInfo> split_infer(const InferContext &ctx);
-void split_run(RunContext &ctx);
-std::vector<TensorInfo> slice_infer(const InferContext &ctx);
-void slice_run(RunContext &ctx);
-std::vector<TensorInfo> pad_infer(const InferContext &ctx);
-void pad_run(RunContext &ctx);
-std::vector<TensorInfo> expand_infer(const InferContext &ctx);
-void expand_run(RunContext &ctx);
-std::vector<TensorInfo> tile_infer(const InferContext &ctx);
-void tile_run(RunContext &ctx);
-
-// Ops implemented in transpose.cpp.
-std::vector<TensorInfo> transpose_infer(const InferContext &ctx);
-void transpose_run(RunContext &ctx);
-std::vector<TensorInfo> depth_to_space_infer(const InferContext &ctx);
-void depth_to_space_run(RunContext &ctx);
-std::vector<TensorInfo> space_to_depth_infer(const InferContext &ctx);
-void space_to_depth_run(RunContext &ctx);
-
-// Ops implemented in gather_scatter.cpp.
-std::vector<TensorInfo> gather_infer(const InferContext &ctx);
-void gather_run(RunContext &ctx);
-std::vector<TensorInfo> gather_elements_infer(const InferContext &ctx);
-void gather_elements_run(RunContext &ctx);
-std::vector<TensorInfo> scatter_nd_infer(const InferContext &ctx);
-void scatter_nd_run(RunContext &ctx);
 
 } // namespace onnxstream::shapeops

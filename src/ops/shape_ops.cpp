@@ -2,8 +2,8 @@
 // describe shapes), so they work on element sizes 1/2/4/8 rather than per dtype. Reshape, Flatten,
 // Squeeze and Unsqueeze are zero-copy views. Outputs whose shape depends on a run-time input fall back
 // to model.txt's declared shape while planning; run computes the real shape and the executor checks it.
-// This file holds the shape-only ops and the registration of the whole family; region copies live in
-// copy_ops.cpp, index-driven ops in gather_scatter.cpp, permutations in transpose.cpp.
+// This file holds the shape-only ops; region copies live in copy_ops.cpp, index-driven ops in
+// gather_scatter.cpp, permutations in transpose.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -478,27 +478,15 @@ void trilu_run(RunContext &ctx) {
 
 void register_shape_ops(Registry &r) {
     using namespace shapeops;
-    r.add("Reshape", {reshape_infer, reshape_run});
-    r.add("Flatten", {flatten_infer, flatten_run});
-    r.add("Squeeze", {squeeze_infer, squeeze_run});
-    r.add("Unsqueeze", {unsqueeze_infer, unsqueeze_run});
-    r.add("Transpose", {transpose_infer, transpose_run});
-    r.add("Concat", {concat_infer, concat_run});
-    r.add("Split", {split_infer, split_run});
-    r.add("Slice", {slice_infer, slice_run});
-    r.add("Gather", {gather_infer, gather_run, -1, false, /*streamable_weight_input=*/0});
-    r.add("GatherElements", {gather_elements_infer, gather_elements_run});
-    r.add("ScatterND", {scatter_nd_infer, scatter_nd_run});
-    r.add("Expand", {expand_infer, expand_run});
-    r.add("Tile", {tile_infer, tile_run});
-    r.add("Pad", {pad_infer, pad_run});
-    r.add("Shape", {shape_infer, shape_run});
-    r.add("Size", {size_infer, size_run});
-    r.add("ConstantOfShape", {constant_of_shape_infer, constant_of_shape_run});
-    r.add("Range", {range_infer, range_run});
-    r.add("Trilu", {trilu_infer, trilu_run});
-    r.add("DepthToSpace", {depth_to_space_infer, depth_to_space_run});
-    r.add("SpaceToDepth", {space_to_depth_infer, space_to_depth_run});
+    r.add("Reshape", reshape_infer, reshape_run);
+    r.add("Flatten", flatten_infer, flatten_run);
+    r.add("Squeeze", squeeze_infer, squeeze_run);
+    r.add("Unsqueeze", unsqueeze_infer, unsqueeze_run);
+    r.add("Shape", shape_infer, shape_run);
+    r.add("Size", size_infer, size_run);
+    r.add("ConstantOfShape", constant_of_shape_infer, constant_of_shape_run);
+    r.add("Range", range_infer, range_run);
+    r.add("Trilu", trilu_infer, trilu_run);
 }
 
 } // namespace onnxstream

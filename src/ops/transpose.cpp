@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "ops/op.h"
+#include "ops/registry.h"
 #include "ops/shape_common.h"
 #include "tensor/half.h"
 
@@ -301,9 +301,10 @@ void store_scalar(DType dtype, double value, void *out) {
     }
 }
 
+namespace {
+
 // ---- Transpose ----
 
-namespace {
 std::vector<int64_t> transpose_perm(const std::string &where, const Attributes &attrs, size_t rank) {
     std::vector<int64_t> perm;
     if (!attrs.has("perm")) {
@@ -315,7 +316,6 @@ std::vector<int64_t> transpose_perm(const std::string &where, const Attributes &
         invalid(where, "perm has ", perm.size(), " entries but the input has rank ", rank);
     return perm;
 }
-} // namespace
 
 std::vector<TensorInfo> transpose_infer(const InferContext &ctx) {
     ctx.require_inputs(1, 1);
@@ -343,7 +343,6 @@ void transpose_run(RunContext &ctx) {
 
 // ---- DepthToSpace / SpaceToDepth ----
 
-namespace {
 int64_t blocksize(const InferContext &ctx) {
     int64_t b = ctx.attrs().require_int("blocksize");
     if (b < 1) ctx.error("blocksize must be >= 1, got ", b);
@@ -363,7 +362,6 @@ bool crd_mode(const std::string &where, const Attributes &attrs) {
     if (mode == "CRD") return true;
     fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": mode '", mode, "' is not supported (expected DCR or CRD)");
 }
-} // namespace
 
 std::vector<TensorInfo> depth_to_space_infer(const InferContext &ctx) {
     const TensorInfo &in = nchw_input(ctx);
@@ -407,6 +405,15 @@ void space_to_depth_run(RunContext &ctx) {
                  ctx.pool());
 }
 
+} // namespace
+
 } // namespace shapeops
+
+void register_transpose_ops(Registry &r) {
+    using namespace shapeops;
+    r.add("Transpose", transpose_infer, transpose_run);
+    r.add("DepthToSpace", depth_to_space_infer, depth_to_space_run);
+    r.add("SpaceToDepth", space_to_depth_infer, space_to_depth_run);
+}
 
 } // namespace onnxstream

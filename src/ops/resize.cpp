@@ -1,7 +1,7 @@
 // Resize (opset 10/11/13/18 input forms) and Upsample (opset 7/9) on tensors of any rank. Nearest is a single
 // gather (any dtype); linear and cubic are separable, one pass per resized axis with 2 or 4 taps per
 // output index, computed in float32. Coordinates, rounding and the quirks that decide which source pixel
-// is picked follow ONNX Runtime's float arithmetic. This file also registers the pooling ops (pool.cpp).
+// is picked follow ONNX Runtime's float arithmetic.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -555,12 +555,9 @@ void resize_run(RunContext &ctx) {
 
 } // namespace
 
-void register_pool_ops(Registry &r); // ops/pool.cpp
-
-void register_resize_pool_ops(Registry &r) {
-    register_pool_ops(r);
-    r.add("Resize", {resize_infer, resize_run, -1, false, -1, NhwcIo::Same});
-    r.add("Upsample", {resize_infer, resize_run, -1, false, -1, NhwcIo::Same});
+void register_resize_ops(Registry &r) {
+    r.add("Resize", resize_infer, resize_run).with_nhwc(NhwcIo::Same);
+    r.add("Upsample", resize_infer, resize_run).with_nhwc(NhwcIo::Same);
 }
 
 } // namespace onnxstream
