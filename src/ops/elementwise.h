@@ -1,5 +1,6 @@
 // Helpers shared by the element-wise and activation op families: numpy broadcasting (shape rules and a
 // parallel walk over broadcast operands), float16 <-> float32 staging, and common shape inference.
+// Implemented in elementwise.cpp.
 #pragma once
 
 #include <algorithm>
@@ -26,6 +27,11 @@ bool broadcasts_to(const Shape &from, const Shape &to);
 
 // Output dtype/shape equal to input 0's, after checking its dtype is one of `allowed`.
 std::vector<TensorInfo> infer_same_as_input(const InferContext &ctx, std::initializer_list<DType> allowed);
+// Inputs min..max, all present with one dtype from `allowed`; the output has that dtype (or *out_dtype) and
+// the broadcast of their shapes.
+std::vector<TensorInfo> infer_same_type_inputs(const InferContext &ctx, size_t min, size_t max,
+                                               std::initializer_list<DType> allowed,
+                                               DType *out_dtype = nullptr);
 
 // An output shape walked by runs of contiguous output elements. Operands are described by element strides
 // per coalesced dimension (0 where broadcast), so a run is a stretch of the innermost dimension in which

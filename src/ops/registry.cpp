@@ -11,10 +11,14 @@ std::vector<std::string> Registry::types() const {
 const Registry &Registry::builtin() {
     static const Registry registry = [] {
         Registry r;
-        register_elementwise_ops(r);
+        register_arithmetic_ops(r);
+        register_comparison_ops(r);
+        register_unary_math_ops(r);
+        register_cast_ops(r);
         register_activation_ops(r);
         register_conv_ops(r);
         register_matmul_gemm_ops(r);
+        register_einsum_ops(r);
         register_normalization_ops(r);
         register_shape_ops(r);
         register_copy_ops(r);

@@ -35,10 +35,14 @@ private:
 };
 
 // One per op family file, each registering the ops that file implements.
-void register_elementwise_ops(Registry &r);     // ops/elementwise.cpp
+void register_arithmetic_ops(Registry &r);      // ops/arithmetic.cpp
+void register_comparison_ops(Registry &r);      // ops/comparison.cpp
+void register_unary_math_ops(Registry &r);      // ops/unary_math.cpp
+void register_cast_ops(Registry &r);            // ops/cast.cpp
 void register_activation_ops(Registry &r);      // ops/activation.cpp
 void register_conv_ops(Registry &r);            // ops/conv.cpp
 void register_matmul_gemm_ops(Registry &r);     // ops/matmul_gemm.cpp
+void register_einsum_ops(Registry &r);          // ops/einsum.cpp
 void register_normalization_ops(Registry &r);   // ops/normalization.cpp
 void register_shape_ops(Registry &r);           // ops/shape_ops.cpp
 void register_copy_ops(Registry &r);            // ops/copy_ops.cpp

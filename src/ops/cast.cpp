@@ -1,0 +1,143 @@
+// Cast and CastLike between every dtype (float to integer as x86's truncating conversions do it), and
+// Identity.
+#include "ops/elementwise.h"
+
+#include <cstring>
+
+#include "ops/elementwise_int.h"
+#include "ops/registry.h"
+#include "tensor/half.h"
+
+namespace onnxstream {
+
+namespace {
+
+// ONNX TensorProto element type numbers.
+bool dtype_from_onnx(int64_t to, DType &out) {
+    switch (to) {
+    case 1: out = DType::F32; return true;
+    case 10: out = DType::F16; return true;
+    case 7: out = DType::I64; return true;
+    case 6: out = DType::I32; return true;
+    case 2: out = DType::U8; return true;
+    case 3: out = DType::I8; return true;
+    case 9: out = DType::Bool; return true;
+    default: return false;
+    }
+}
+
+std::vector<TensorInfo> infer_cast(const InferContext &ctx) {
+    ctx.require_inputs(1, 1);
+    ctx.require_dtype(0, kAllTypes);
+    int64_t to = ctx.attrs().require_int("to");
+    DType dtype;
+    if (!dtype_from_onnx(to, dtype)) {
+        if (to >= 1 && to <= 26)
+            fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": cast to ONNX element type ", to,
+                 " is not supported; supported: 1 (float), 10 (float16), 7 (int64), 6 (int32), 2 (uint8), "
+                 "3 (int8), 9 (bool)");
+        ctx.error("attribute to is ", to, ", which is not an ONNX TensorProto element type");
+    }
+    return {TensorInfo{dtype, ctx.input(0).shape, {}}};
+}
+
+std::vector<TensorInfo> infer_cast_like(const InferContext &ctx) {
+    ctx.require_inputs(2, 2);
+    ctx.require_dtype(0, kAllTypes);
+    ctx.require_dtype(1, kAllTypes);
+    return {TensorInfo{ctx.input(1).dtype, ctx.input(0).shape, {}}};
+}
+
+struct HalfTag {};
+
+template <typename D, typename S> D convert_value(S v) {
+    if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>)
+        return float_to_int<D>(double(v));
+    else
+        return static_cast<D>(v);
+}
+
+// Convert n elements from src (type S, or float16 when S is HalfTag) to dst (type D / HalfTag).
+template <typename S, typename D> void convert_range(const void *src, void *dst, size_t n, bool to_bool) {
+    constexpr size_t kChunk = 1024;
+    float buf[kChunk];
+    for (size_t i = 0; i < n; i += kChunk) {
+        const size_t len = std::min(kChunk, n - i);
+        // Stage through float32 when either side is float16.
+        if constexpr (std::is_same_v<S, HalfTag> || std::is_same_v<D, HalfTag>) {
+            if constexpr (std::is_same_v<S, HalfTag>) {
+                half_to_float_n(static_cast<const uint16_t *>(src) + i, buf, len);
+            } else {
+                const S *s = static_cast<const S *>(src) + i;
+                for (size_t j = 0; j < len; ++j) buf[j] = static_cast<float>(s[j]);
+            }
+            if constexpr (std::is_same_v<D, HalfTag>) {
+                float_to_half_n(buf, static_cast<uint16_t *>(dst) + i, len);
+            } else {
+                D *d = static_cast<D *>(dst) + i;
+                if (to_bool)
+                    for (size_t j = 0; j < len; ++j) d[j] = buf[j] != 0.0f;
+                else
+                    for (size_t j = 0; j < len; ++j) d[j] = convert_value<D>(buf[j]);
+            }
+        } else {
+            const S *s = static_cast<const S *>(src) + i;
+            D *d = static_cast<D *>(dst) + i;
+            if (to_bool)
+                for (size_t j = 0; j < len; ++j) d[j] = s[j] != 0;
+            else
+                for (size_t j = 0; j < len; ++j) d[j] = convert_value<D>(s[j]);
+        }
+    }
+}
+
+template <typename Fn> void dispatch_storage(DType d, Fn &&fn) {
+    switch (d) {
+    case DType::F32: fn(float{}); return;
+    case DType::F16: fn(HalfTag{}); return;
+    default: dispatch_int(d, std::forward<Fn>(fn));
+    }
+}
+
+void cast_into(RunContext &ctx, DType to) {
+    const Tensor &x = ctx.input(0);
+    if (x.dtype() == to) {
+        ctx.set_output(0, x);
+        return;
+    }
+    Tensor &out = ctx.alloc_output(0);
+    const bool to_bool = to == DType::Bool;
+    const size_t in_size = dtype_size(x.dtype()), out_size = dtype_size(to);
+    const char *src = static_cast<const char *>(x.raw());
+    char *dst = static_cast<char *>(out.raw());
+    dispatch_storage(x.dtype(), [&](auto stag) {
+        dispatch_storage(to, [&](auto dtag) {
+            using S = decltype(stag);
+            using D = decltype(dtag);
+            parallel_for(ctx.pool(), static_cast<size_t>(x.numel()), kElementwiseTile,
+                         [&](size_t b, size_t e) {
+                             convert_range<S, D>(src + b * in_size, dst + b * out_size, e - b, to_bool);
+                         });
+        });
+    });
+}
+
+void run_cast(RunContext &ctx) { cast_into(ctx, ctx.output_info(0).dtype); }
+
+std::vector<TensorInfo> infer_identity(const InferContext &ctx) {
+    ctx.require_inputs(1, 1);
+    const TensorInfo &in = ctx.input(0);
+    return {TensorInfo{in.dtype, in.shape, {}}};
+}
+
+void run_identity(RunContext &ctx) { ctx.set_output(0, ctx.input(0)); }
+
+} // namespace
+
+void register_cast_ops(Registry &r) {
+    r.add("Cast", infer_cast, run_cast);
+    r.add("CastLike", infer_cast_like, [](RunContext &ctx) { cast_into(ctx, ctx.output_info(0).dtype); });
+    r.add("Identity", infer_identity, run_identity);
+}
+
+} // namespace onnxstream

@@ -1,0 +1,55 @@
+// Batched matrix products with numpy batch broadcasting, shared by MatMul (matmul_gemm.cpp) and Einsum
+// (einsum.cpp): float32 through XNNPACK's fully connected operator, integers exactly.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include <pthreadpool.h>
+
+#include "ops/op.h"
+
+namespace onnxstream {
+
+// A padded float32 copy of float16 tensor t: these ops compute float16 in float32.
+Tensor f32_copy_of_f16(const RunContext &ctx, const Tensor &t);
+
+// y[b] = a[ia(b)] * b[ib(b)] over the broadcast batch shape y_batch: which a and b slice each output slice uses.
+struct BatchPlan {
+    std::vector<int64_t> a_index, b_index; // per output slice
+};
+BatchPlan plan_batches(const Shape &a_batch, const Shape &b_batch, const Shape &y_batch);
+
+// a slices (m, k), b slices (k, n), or (n, k) when b_nk; y slices (m, n). a must be readable 16 bytes past
+// its end.
+void matmul_f32(const float *a, const Shape &a_batch, const float *b, const Shape &b_batch, float *y,
+                const Shape &y_batch, int64_t m, int64_t k, int64_t n, pthreadpool_t pool,
+                bool b_nk = false);
+
+// Exact integer product (wrapping like two's complement hardware); integer MatMul is rare and small.
+template <typename T>
+void matmul_int(const T *a, const Shape &a_batch, const T *b, const Shape &b_batch, T *y,
+                const Shape &y_batch, int64_t m, int64_t k, int64_t n, pthreadpool_t pool) {
+    using U = std::make_unsigned_t<T>;
+    BatchPlan p = plan_batches(a_batch, b_batch, y_batch);
+    int64_t slices = shape_numel(y_batch);
+    parallel_for(pool, static_cast<size_t>(slices * m), 16, [&](size_t begin, size_t end) {
+        for (size_t r = begin; r < end; ++r) {
+            int64_t s = static_cast<int64_t>(r) / m, i = static_cast<int64_t>(r) % m;
+            const T *ar = a + p.a_index[static_cast<size_t>(s)] * m * k + i * k;
+            const T *bs = b + p.b_index[static_cast<size_t>(s)] * k * n;
+            // Accumulate in the unsigned twin of T (same storage; may alias): overflow wraps, no UB.
+            U *row = reinterpret_cast<U *>(y + s * m * n + i * n);
+            std::fill(row, row + n, U(0));
+            for (int64_t kk = 0; kk < k; ++kk) {
+                U av = static_cast<U>(ar[kk]);
+                const T *br = bs + kk * n;
+                for (int64_t j = 0; j < n; ++j) row[j] += av * static_cast<U>(br[j]);
+            }
+        }
+    });
+}
+
+} // namespace onnxstream
