@@ -1,14 +1,13 @@
+// The weights cache provider: opens a valid cache file or builds one, then serves weights from its mapping
+// (weight_cache.h). The file format is in cache_format.*, the choice of entries in cache_plan.*, the file
+// and mapping helpers in cache_file_io.*.
 #include "weights/weight_cache.h"
 
 #include <cerrno>
 #include <chrono>
-#include <climits>
-#include <cstdlib>
 #include <cstring>
-#include <dlfcn.h>
-#include <functional>
-#include <limits>
 #include <fcntl.h>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -19,389 +18,22 @@
 #include <vector>
 
 #include "tensor/half.h"
-#include "util/checked.h"
 #include "util/error.h"
+#include "util/hash64.h"
+#include "weights/cache_file_io.h"
+#include "weights/cache_format.h"
+#include "weights/cache_plan.h"
 #include "weights/weight_files.h"
 
-namespace onnxstream {
+namespace onnxstream::weight_cache {
 
 namespace {
-
-// Bump when the file layout (header, index encoding) changes.
-constexpr uint32_t kWeightCacheFormatVersion = 1;
-// Bump when what "prepared" means changes (which weights are widened, transposed, dequantized), i.e.
-// whenever the bytes an op receives from the cache would differ.
-constexpr uint32_t kWeightCacheLayoutVersion = 2;
-constexpr char kMagic[8] = {'O', 'S', 'W', 'C', 'A', 'C', 'H', 'E'};
-constexpr uint32_t kEndianMark = 0x01020304u;
-constexpr uint64_t kDataStart = 4096; // header page; data starts page-aligned
-constexpr uint64_t kHeaderBytes = 96;
-// Weights are aligned like tensors and followed by kTensorPadding readable bytes, so served tensors
-// are padded (XNNPACK may read XNN_EXTRA_BYTES past its inputs) and need no copy in the executor.
-constexpr uint64_t kEntryAlign = kTensorAlignment;
-constexpr uint64_t kEntrySlack = kTensorPadding;
-
-// The widening ops read a float16 weight in these input slots by converting it to float32 when they
-// run (Conv/ConvTranspose through as_f32, Gemm for B and C whatever A's dtype): storing float32 saves
-// that conversion on every run and gives the same values. MatMul is left out: with float16 activations
-// it converts B with to_f32 unconditionally, which would misread a float32 B.
-bool widening_slot(const std::string &op, size_t slot) {
-    if (op == "Conv" || op == "ConvTranspose" || op == "Gemm") return slot == 1 || slot == 2;
-    if (op == "GegluFeedForward") return slot >= 1 && slot <= 4; // weight_f32 / bias_f32 take either dtype
-    return op == "MatMul" && slot == 1;
-}
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 uint64_t us_since(std::chrono::steady_clock::time_point t) {
     return static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t).count());
-}
-
-// XXH64 (streaming): fast enough to hash every weight byte while building.
-class Hash64 {
-public:
-    explicit Hash64(uint64_t seed = 0) {
-        v_[0] = seed + P1 + P2;
-        v_[1] = seed + P2;
-        v_[2] = seed;
-        v_[3] = seed - P1;
-        seed_ = seed;
-    }
-    void update(const void *data, size_t len) {
-        const uint8_t *p = static_cast<const uint8_t *>(data);
-        total_ += len;
-        if (buf_len_ + len < 32) {
-            if (len) std::memcpy(buf_ + buf_len_, p, len);
-            buf_len_ += len;
-            return;
-        }
-        if (buf_len_) {
-            size_t take = 32 - buf_len_;
-            std::memcpy(buf_ + buf_len_, p, take);
-            stripe(buf_);
-            p += take;
-            len -= take;
-            buf_len_ = 0;
-        }
-        while (len >= 32) {
-            stripe(p);
-            p += 32;
-            len -= 32;
-        }
-        if (len) std::memcpy(buf_, p, len);
-        buf_len_ = len;
-    }
-    void update_u64(uint64_t v) { update(&v, sizeof v); }
-    void update_str(const std::string &s) {
-        update_u64(s.size());
-        update(s.data(), s.size());
-    }
-    uint64_t digest() const {
-        uint64_t h;
-        if (total_ >= 32) {
-            h = rotl(v_[0], 1) + rotl(v_[1], 7) + rotl(v_[2], 12) + rotl(v_[3], 18);
-            for (uint64_t v : v_) h = (h ^ round(0, v)) * P1 + P4;
-        } else {
-            h = seed_ + P5;
-        }
-        h += total_;
-        const uint8_t *p = buf_;
-        size_t len = buf_len_;
-        for (; len >= 8; p += 8, len -= 8) h = rotl(h ^ round(0, read64(p)), 27) * P1 + P4;
-        if (len >= 4) {
-            uint32_t k;
-            std::memcpy(&k, p, 4);
-            h = rotl(h ^ (static_cast<uint64_t>(k) * P1), 23) * P2 + P3;
-            p += 4;
-            len -= 4;
-        }
-        for (; len; ++p, --len) h = rotl(h ^ (*p * P5), 11) * P1;
-        h ^= h >> 33;
-        h *= P2;
-        h ^= h >> 29;
-        h *= P3;
-        h ^= h >> 32;
-        return h;
-    }
-
-private:
-    static constexpr uint64_t P1 = 11400714785074694791ULL, P2 = 14029467366897019727ULL,
-                              P3 = 1609587929392839161ULL, P4 = 9650029242287828579ULL,
-                              P5 = 2870177450012600261ULL;
-    static uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-    static uint64_t round(uint64_t acc, uint64_t in) { return rotl(acc + in * P2, 31) * P1; }
-    static uint64_t read64(const uint8_t *p) {
-        uint64_t v;
-        std::memcpy(&v, p, 8);
-        return v;
-    }
-    void stripe(const uint8_t *p) {
-        for (int i = 0; i < 4; ++i) v_[i] = round(v_[i], read64(p + 8 * i));
-    }
-    uint64_t v_[4], seed_, total_ = 0;
-    uint8_t buf_[32];
-    size_t buf_len_ = 0;
-};
-
-uint64_t hash_bytes(const void *p, size_t n) {
-    Hash64 h;
-    h.update(p, n);
-    return h.digest();
-}
-
-// --- little binary encoder/decoder for the header and index ------------------------------------------
-
-struct Writer {
-    std::vector<uint8_t> bytes;
-    void raw(const void *p, size_t n) {
-        const uint8_t *b = static_cast<const uint8_t *>(p);
-        bytes.insert(bytes.end(), b, b + n);
-    }
-    void u32(uint32_t v) { raw(&v, 4); }
-    void u64(uint64_t v) { raw(&v, 8); }
-    void str(const std::string &s) {
-        u64(s.size());
-        raw(s.data(), s.size());
-    }
-};
-
-// Every read is bounds-checked; a failed read latches ok = false and yields zeros.
-struct Reader {
-    const uint8_t *p;
-    size_t n, pos = 0;
-    bool ok = true;
-    Reader(const void *data, size_t size) : p(static_cast<const uint8_t *>(data)), n(size) {}
-    bool raw(void *dst, size_t k) {
-        if (!ok || k > n - pos) {
-            ok = false;
-            std::memset(dst, 0, k);
-            return false;
-        }
-        std::memcpy(dst, p + pos, k);
-        pos += k;
-        return true;
-    }
-    uint32_t u32() {
-        uint32_t v;
-        raw(&v, 4);
-        return v;
-    }
-    uint64_t u64() {
-        uint64_t v;
-        raw(&v, 8);
-        return v;
-    }
-    std::string str() {
-        uint64_t len = u64();
-        if (!ok || len > n - pos) {
-            ok = false;
-            return {};
-        }
-        std::string s(reinterpret_cast<const char *>(p + pos), static_cast<size_t>(len));
-        pos += static_cast<size_t>(len);
-        return s;
-    }
-};
-
-// --- what the cache stores ---------------------------------------------------------------------------
-
-enum class Prep : uint32_t { AsIs = 0, WidenF16 = 1, DequantizeToF32 = 2 };
-
-struct Entry {
-    std::string file;  // as referenced in model.txt
-    Layout wanted = Layout::Plain;
-    DType src_dtype = DType::F32; // as model.txt declares it
-    Shape shape;
-    Prep prep = Prep::AsIs;
-    std::string source; // base name of the file actually read (the "_nhwc" twin or the file itself)
-    uint64_t offset = 0, bytes = 0;
-
-    DType stored_dtype() const { return prep == Prep::AsIs ? src_dtype : DType::F32; }
-};
-
-struct SourceFile {
-    std::string name;
-    uint64_t size = 0;
-    int64_t mtime_ns = 0;
-};
-
-std::string entry_key(const std::string &file, Layout wanted) {
-    return file + '\0' + (wanted == Layout::OHWI ? 'O' : 'P');
-}
-
-std::string join_path(const std::string &folder, const std::string &file) {
-    return folder.back() == '/' ? folder + file : folder + "/" + file;
-}
-
-std::string base_name(const std::string &path) {
-    size_t slash = path.rfind('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-bool stat_file(const std::string &path, uint64_t &size, int64_t &mtime_ns) {
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-    size = static_cast<uint64_t>(st.st_size);
-    mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    return true;
-}
-
-// There is no XNNPACK version API in the header we build against: identify the loaded library by
-// where xnn_initialize lives and that file's size and mtime. Looked up by name so this file does not
-// include <xnnpack.h>.
-std::string xnnpack_identity() {
-    std::string id = cat("layout=", kWeightCacheLayoutVersion);
-    void *sym = ::dlsym(RTLD_DEFAULT, "xnn_initialize");
-    Dl_info info;
-    std::string path;
-    if (sym && ::dladdr(sym, &info) && info.dli_fname) path = info.dli_fname;
-    else path = "/proc/self/exe";
-    char resolved[PATH_MAX];
-    if (::realpath(path.c_str(), resolved)) path = resolved;
-    uint64_t size = 0;
-    int64_t mtime = 0;
-    stat_file(path, size, mtime);
-    return cat(id, ";xnnpack=", path, ";size=", size, ";mtime_ns=", mtime);
-}
-
-// The cache's entries for a graph: one per distinct (file, wanted), in first-use order, with how each
-// is prepared. A float16 file is widened only when every reference to it, in any layout, is a slot
-// that widens it anyway; then all its entries are float32 and no op sees a dtype it does not expect.
-std::vector<Entry> plan_entries(const Graph &graph) {
-    std::map<std::string, bool> widen; // by file
-    for (const Node &node : graph.nodes())
-        for (size_t i = 0; i < node.inputs.size(); ++i) {
-            const NodeInput &in = node.inputs[i];
-            if (in.kind != NodeInput::Weight) continue;
-            bool ok = in.weight.dtype == DType::F16 && !in.weight.quant.present &&
-                      widening_slot(node.line->type, i);
-            auto it = widen.find(in.weight.file);
-            if (it == widen.end()) widen.emplace(in.weight.file, ok);
-            else it->second = it->second && ok;
-        }
-    std::vector<Entry> entries;
-    std::set<std::string> seen;
-    for (const Node &node : graph.nodes())
-        for (const NodeInput &in : node.inputs) {
-            if (in.kind != NodeInput::Weight) continue;
-            if (!seen.insert(entry_key(in.weight.file, in.weight.wanted)).second) continue;
-            Entry e;
-            e.file = in.weight.file;
-            e.wanted = in.weight.wanted;
-            e.src_dtype = in.weight.dtype;
-            e.shape = in.weight.shape;
-            // Quantized weights stay quantized: no op consumer is selected for Prep::DequantizeToF32 yet
-            // (the hook for one that would dequantize on every run; write_prepared handles per-tensor
-            // parameters, a per-channel consumer must extend it).
-            e.prep = widen[in.weight.file] ? Prep::WidenF16 : Prep::AsIs;
-            entries.push_back(std::move(e));
-        }
-    return entries;
-}
-
-WeightSpec spec_of(const Entry &e, const QuantParams &quant) {
-    WeightSpec s;
-    s.file = e.file;
-    s.dtype = e.src_dtype;
-    s.shape = e.shape;
-    s.quant = quant;
-    s.wanted = e.wanted;
-    return s;
-}
-
-uint64_t stored_bytes(const Entry &e) {
-    return checked::bytes_or_fail(e.shape, dtype_size(e.stored_dtype()), "cached weight " + e.file);
-}
-
-// --- file I/O helpers --------------------------------------------------------------------------------
-
-class Fd {
-public:
-    explicit Fd(int fd = -1) : fd_(fd) {}
-    ~Fd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    Fd(const Fd &) = delete;
-    Fd &operator=(const Fd &) = delete;
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
-
-void pwrite_all(int fd, const void *data, uint64_t n, uint64_t offset, const std::string &path) {
-    const uint8_t *p = static_cast<const uint8_t *>(data);
-    while (n) {
-        ssize_t w = ::pwrite(fd, p, static_cast<size_t>(std::min<uint64_t>(n, 1u << 30)), static_cast<off_t>(offset));
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            fail(ONNXSTREAM_ERR_IO, "cannot write weights cache file ", path, ": ", std::strerror(errno));
-        }
-        p += w;
-        n -= static_cast<uint64_t>(w);
-        offset += static_cast<uint64_t>(w);
-    }
-}
-
-bool pread_all(int fd, void *data, uint64_t n, uint64_t offset) {
-    uint8_t *p = static_cast<uint8_t *>(data);
-    while (n) {
-        ssize_t r = ::pread(fd, p, static_cast<size_t>(std::min<uint64_t>(n, 1u << 30)), static_cast<off_t>(offset));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return false;
-        p += r;
-        n -= static_cast<uint64_t>(r);
-        offset += static_cast<uint64_t>(r);
-    }
-    return true;
-}
-
-struct Mapping {
-    void *base = nullptr;
-    size_t bytes = 0;
-    ~Mapping() {
-        if (base) ::munmap(base, bytes);
-    }
-};
-
-// nullptr with errno set on failure; ENOMEM when the file cannot fit the address space (32-bit builds).
-std::shared_ptr<Mapping> map_file(int fd, uint64_t bytes) {
-    if (bytes > std::numeric_limits<size_t>::max()) {
-        errno = ENOMEM;
-        return nullptr;
-    }
-    auto m = std::make_shared<Mapping>();
-    void *p = ::mmap(nullptr, static_cast<size_t>(bytes), PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) return nullptr;
-    m->base = p;
-    m->bytes = static_cast<size_t>(bytes);
-    return m;
-}
-
-// --- the provider ------------------------------------------------------------------------------------
-
-struct Header {
-    uint32_t format = 0, engine = 0, layout = 0;
-    uint64_t file_size = 0, index_offset = 0, index_size = 0, index_hash = 0, content_hash = 0, text_hash = 0;
-};
-
-std::vector<uint8_t> encode_header(const Header &h) {
-    Writer w;
-    w.raw(kMagic, sizeof kMagic);
-    w.u32(kEndianMark);
-    w.u32(h.format);
-    w.u32(h.engine);
-    w.u32(h.layout);
-    w.u64(h.file_size);
-    w.u64(h.index_offset);
-    w.u64(h.index_size);
-    w.u64(h.index_hash);
-    w.u64(h.content_hash);
-    w.u64(h.text_hash);
-    w.u64(hash_bytes(w.bytes.data(), w.bytes.size()));
-    w.bytes.resize(kHeaderBytes, 0);
-    return w.bytes;
 }
 
 class CacheProvider : public WeightCacheProvider {
@@ -527,43 +159,8 @@ private:
             reason = "truncated header";
             return false;
         }
-        Reader r(hb, kHeaderBytes);
-        char magic[8];
-        r.raw(magic, 8);
-        if (std::memcmp(magic, kMagic, 8) != 0) {
-            reason = "not a weights cache file (bad magic)";
-            return false;
-        }
         Header h;
-        uint32_t endian = r.u32();
-        h.format = r.u32();
-        h.engine = r.u32();
-        h.layout = r.u32();
-        h.file_size = r.u64();
-        h.index_offset = r.u64();
-        h.index_size = r.u64();
-        h.index_hash = r.u64();
-        h.content_hash = r.u64();
-        h.text_hash = r.u64();
-        const size_t hashed = r.pos;
-        uint64_t header_hash = r.u64();
-        if (header_hash != hash_bytes(hb, hashed)) {
-            reason = "header checksum mismatch";
-            return false;
-        }
-        if (endian != kEndianMark) {
-            reason = "written on a machine of another byte order";
-            return false;
-        }
-        if (h.format != kWeightCacheFormatVersion || h.layout != kWeightCacheLayoutVersion) {
-            reason = cat("cache format ", h.format, ".", h.layout, ", this engine writes ", kWeightCacheFormatVersion,
-                         ".", kWeightCacheLayoutVersion);
-            return false;
-        }
-        if (h.engine != ONNXSTREAM_VERSION) {
-            reason = cat("built by engine version ", h.engine, ", this is ", ONNXSTREAM_VERSION);
-            return false;
-        }
+        if (!decode_header(hb, h, reason)) return false;
         if (h.file_size != size) {
             reason = cat("file has ", size, " bytes, its header says ", h.file_size, " (truncated?)");
             return false;
@@ -584,7 +181,7 @@ private:
         }
         std::unordered_map<std::string, Entry> entries;
         std::vector<SourceFile> sources;
-        if (!decode_index(index, h.index_offset, entries, sources, reason)) return false;
+        if (!decode_index(index, h.index_offset, xnn_id_, entries, sources, reason)) return false;
 
         for (const SourceFile &s : sources) {
             uint64_t sz = 0;
@@ -615,63 +212,6 @@ private:
         entries_ = std::move(entries);
         stats_.file_bytes = size;
         content_hash_ = h.content_hash;
-        return true;
-    }
-
-    bool decode_index(const std::vector<uint8_t> &index, uint64_t data_end,
-                      std::unordered_map<std::string, Entry> &entries, std::vector<SourceFile> &sources,
-                      std::string &reason) const {
-        Reader r(index.data(), index.size());
-        if (r.str() != xnn_id_) {
-            reason = r.ok ? "XNNPACK library changed" : "index truncated";
-            return false;
-        }
-        uint64_t n_sources = r.u64();
-        for (uint64_t i = 0; r.ok && i < n_sources && i < index.size(); ++i) {
-            SourceFile s;
-            s.name = r.str();
-            s.size = r.u64();
-            s.mtime_ns = static_cast<int64_t>(r.u64());
-            sources.push_back(std::move(s));
-        }
-        uint64_t n_entries = r.u64();
-        for (uint64_t i = 0; r.ok && i < n_entries && i < index.size(); ++i) {
-            Entry e;
-            e.file = r.str();
-            uint32_t wanted = r.u32(), dtype = r.u32(), prep = r.u32(), rank = r.u32();
-            if (!r.ok || wanted > 1 || !dtype_valid(static_cast<int>(dtype)) || prep > 2 || rank > 16) {
-                reason = "index entry malformed";
-                return false;
-            }
-            e.wanted = wanted ? Layout::OHWI : Layout::Plain;
-            e.src_dtype = static_cast<DType>(dtype);
-            e.prep = static_cast<Prep>(prep);
-            uint64_t numel = 1;
-            for (uint32_t k = 0; k < rank; ++k) {
-                int64_t d = static_cast<int64_t>(r.u64());
-                if (d < 0 || (d > 0 && numel > (uint64_t(1) << 48) / static_cast<uint64_t>(d))) {
-                    reason = "index entry malformed";
-                    return false;
-                }
-                numel *= static_cast<uint64_t>(d);
-                e.shape.push_back(d);
-            }
-            e.source = r.str();
-            e.offset = r.u64();
-            e.bytes = r.u64();
-            if (!r.ok) break;
-            if (e.bytes != stored_bytes(e) || e.offset % kEntryAlign != 0 || e.offset < kDataStart ||
-                e.offset > data_end || data_end - e.offset < e.bytes + kEntrySlack) {
-                reason = cat("index entry for ", e.file, " out of bounds");
-                return false;
-            }
-            std::string key = entry_key(e.file, e.wanted);
-            entries.emplace(std::move(key), std::move(e));
-        }
-        if (!r.ok || r.pos != index.size() || sources.size() != n_sources || entries.size() != n_entries) {
-            reason = "index truncated or malformed";
-            return false;
-        }
         return true;
     }
 
@@ -778,36 +318,17 @@ private:
             offset = next;
         }
 
-        Writer idx;
-        idx.str(xnn_id_);
-        idx.u64(sources.size());
-        for (const SourceFile &s : sources) {
-            idx.str(s.name);
-            idx.u64(s.size);
-            idx.u64(static_cast<uint64_t>(s.mtime_ns));
-        }
-        idx.u64(wanted.size());
-        for (const Entry &e : wanted) {
-            idx.str(e.file);
-            idx.u32(e.wanted == Layout::OHWI ? 1 : 0);
-            idx.u32(static_cast<uint32_t>(e.src_dtype));
-            idx.u32(static_cast<uint32_t>(e.prep));
-            idx.u32(static_cast<uint32_t>(e.shape.size()));
-            for (int64_t d : e.shape) idx.u64(static_cast<uint64_t>(d));
-            idx.str(e.source);
-            idx.u64(e.offset);
-            idx.u64(e.bytes);
-        }
-        pwrite_all(fd, idx.bytes.data(), idx.bytes.size(), offset, tmp);
+        const std::vector<uint8_t> index = encode_index(xnn_id_, sources, wanted);
+        pwrite_all(fd, index.data(), index.size(), offset, tmp);
 
         Header h;
         h.format = kWeightCacheFormatVersion;
         h.engine = ONNXSTREAM_VERSION;
         h.layout = kWeightCacheLayoutVersion;
         h.index_offset = offset;
-        h.index_size = idx.bytes.size();
-        h.file_size = offset + idx.bytes.size();
-        h.index_hash = hash_bytes(idx.bytes.data(), idx.bytes.size());
+        h.index_size = index.size();
+        h.file_size = offset + index.size();
+        h.index_hash = hash_bytes(index.data(), index.size());
         h.content_hash = content.digest();
         h.text_hash = text_hash_;
         std::vector<uint8_t> hb = encode_header(h);
@@ -833,13 +354,18 @@ private:
 
 } // namespace
 
+} // namespace onnxstream::weight_cache
+
+namespace onnxstream {
+
 std::unique_ptr<WeightCacheProvider> make_weight_cache_provider(std::unique_ptr<WeightsProvider> inner,
                                                                 const std::string &cache_path,
                                                                 const Graph &graph,
                                                                 const std::string &model_text,
                                                                 const std::string &folder,
                                                                 const WeightCacheOptions &options) {
-    return std::make_unique<CacheProvider>(std::move(inner), cache_path, graph, model_text, folder, options);
+    return std::make_unique<weight_cache::CacheProvider>(std::move(inner), cache_path, graph, model_text, folder,
+                                                         options);
 }
 
 } // namespace onnxstream

@@ -5,7 +5,7 @@
 //
 // Identity. A cache file is used only when all of these match, otherwise it is rebuilt:
 // - the cache format version and the prepared-layout version (kWeightCacheFormatVersion,
-//   kWeightCacheLayoutVersion in weight_cache.cpp);
+//   kWeightCacheLayoutVersion in cache_format.h);
 // - the engine version (ONNXSTREAM_VERSION);
 // - the XNNPACK identity: the 2022 header has no version API, so it is the resolved path, size and
 //   mtime of the object that defines xnn_initialize (dladdr), i.e. the installed libXNNPACK (or this
