@@ -10,10 +10,13 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "prompt_emphasis.h"
+#include "text_clean.h"
+#include "unicode.h"
+
 /* SD's tokenizer keeps the first 49152 - 256 - 2 merges of the published list. */
 #define CLIP_MERGES 48894
 #define EOW "</w>"
-#define INVALID_BYTE_FLAG 0x200000 /* code point slot holding a raw byte that was not valid UTF-8 */
 
 struct str_map {
     int32_t *slots; /* token ids, -1 = empty */
@@ -48,429 +51,6 @@ static void set_err(char *err, size_t err_size, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, err_size, fmt, ap);
     va_end(ap);
-}
-
-/* ---------------------------------------------------------------- UTF-8 */
-
-static size_t utf8_put(int32_t cp, char *out)
-{
-    if (cp & INVALID_BYTE_FLAG) {
-        out[0] = (char)(cp & 0xFF);
-        return 1;
-    }
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* Decodes one code point; a byte that does not start a valid sequence becomes INVALID_BYTE_FLAG | byte so
- * that byte-level encoding still sees the original byte. */
-static size_t utf8_get(const unsigned char *s, size_t n, int32_t *cp)
-{
-    unsigned char c = s[0];
-    size_t len, i;
-    int32_t v, min;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    if ((c & 0xE0) == 0xC0) {
-        len = 2, v = c & 0x1F, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-        len = 3, v = c & 0x0F, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-        len = 4, v = c & 0x07, min = 0x10000;
-    } else {
-        *cp = INVALID_BYTE_FLAG | c;
-        return 1;
-    }
-    if (len > n) {
-        *cp = INVALID_BYTE_FLAG | c;
-        return 1;
-    }
-    for (i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) {
-            *cp = INVALID_BYTE_FLAG | c;
-            return 1;
-        }
-        v = (v << 6) | (s[i] & 0x3F);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) {
-        *cp = INVALID_BYTE_FLAG | c;
-        return 1;
-    }
-    *cp = v;
-    return len;
-}
-
-/* ---------------------------------------------------------------- Unicode classes */
-
-struct cp_range {
-    int32_t lo, hi;
-};
-
-/* \p{N}: decimal digits, letter numbers and other numbers of the common blocks. */
-static const struct cp_range number_ranges[] = {
-    {0x00B2, 0x00B3}, {0x00B9, 0x00B9}, {0x00BC, 0x00BE}, {0x0660, 0x0669}, {0x06F0, 0x06F9},
-    {0x07C0, 0x07C9}, {0x0966, 0x096F}, {0x09E6, 0x09EF}, {0x09F4, 0x09F9}, {0x0A66, 0x0A6F},
-    {0x0AE6, 0x0AEF}, {0x0B66, 0x0B6F}, {0x0BE6, 0x0BF2}, {0x0C66, 0x0C6F}, {0x0CE6, 0x0CEF},
-    {0x0D66, 0x0D6F}, {0x0E50, 0x0E59}, {0x0ED0, 0x0ED9}, {0x0F20, 0x0F33}, {0x1040, 0x1049},
-    {0x1369, 0x137C}, {0x16EE, 0x16F0}, {0x17E0, 0x17E9}, {0x1810, 0x1819}, {0x2070, 0x2070},
-    {0x2074, 0x2079}, {0x2080, 0x2089}, {0x2150, 0x2182}, {0x2185, 0x2189}, {0x2460, 0x249B},
-    {0x24EA, 0x24FF}, {0x2776, 0x2793}, {0x2CFD, 0x2CFD}, {0x3007, 0x3007}, {0x3021, 0x3029},
-    {0x3038, 0x303A}, {0x3192, 0x3195}, {0x3220, 0x3229}, {0x3248, 0x324F}, {0x3251, 0x325F},
-    {0x3280, 0x3289}, {0x32B1, 0x32BF}, {0xFF10, 0xFF19}, {0x1D7CE, 0x1D7FF}, {0x1F100, 0x1F10C},
-};
-
-/* Neither \p{L} nor \p{N}: punctuation, symbols, marks, controls and format characters. Anything above
- * U+007F not listed here or in number_ranges counts as a letter. */
-static const struct cp_range other_ranges[] = {
-    {0x0080, 0x00A9}, {0x00AB, 0x00B4}, {0x00B6, 0x00B9}, {0x00BB, 0x00BF}, {0x00D7, 0x00D7},
-    {0x00F7, 0x00F7}, {0x02C2, 0x02C5}, {0x02D2, 0x02DF}, {0x02E5, 0x02EB}, {0x02ED, 0x02ED},
-    {0x02EF, 0x036F}, {0x0375, 0x0375}, {0x037E, 0x037E}, {0x0384, 0x0385}, {0x0387, 0x0387},
-    {0x03F6, 0x03F6}, {0x0482, 0x0489}, {0x055A, 0x055F}, {0x0589, 0x058F}, {0x0591, 0x05C7},
-    {0x05F3, 0x05F4}, {0x0600, 0x061F}, {0x064B, 0x065F}, {0x066A, 0x066D}, {0x0670, 0x0670},
-    {0x06D4, 0x06D4}, {0x06D6, 0x06E4}, {0x06E7, 0x06ED}, {0x0900, 0x0903}, {0x093A, 0x093C},
-    {0x093E, 0x094F}, {0x0951, 0x0957}, {0x0962, 0x0965}, {0x0970, 0x0970}, {0x0E31, 0x0E31},
-    {0x0E34, 0x0E3F}, {0x0E47, 0x0E4F}, {0x0E5A, 0x0E5B}, {0x1AB0, 0x1AFF}, {0x1DC0, 0x1DFF},
-    {0x2000, 0x206F}, {0x207A, 0x207E}, {0x208A, 0x208E}, {0x20A0, 0x20FF}, {0x2100, 0x2101},
-    {0x2103, 0x2106}, {0x2108, 0x2109}, {0x2114, 0x2114}, {0x2116, 0x2118}, {0x211E, 0x2123},
-    {0x2125, 0x2125}, {0x2127, 0x2127}, {0x2129, 0x2129}, {0x212E, 0x212E}, {0x213A, 0x213B},
-    {0x2140, 0x2144}, {0x214A, 0x214D}, {0x214F, 0x214F}, {0x218A, 0x245F}, {0x249C, 0x24E9},
-    {0x2500, 0x2775}, {0x2794, 0x2BFF}, {0x2CE5, 0x2CEA}, {0x2CEF, 0x2CF1}, {0x2CF9, 0x2CFC},
-    {0x2CFE, 0x2CFF}, {0x2DE0, 0x2E2E}, {0x2E30, 0x2FFF}, {0x3000, 0x3004}, {0x3008, 0x3020},
-    {0x302A, 0x3030}, {0x3036, 0x3037}, {0x303D, 0x303F}, {0x3099, 0x309C}, {0x30A0, 0x30A0},
-    {0x30FB, 0x30FB}, {0x3190, 0x3191}, {0x3196, 0x319F}, {0x31C0, 0x31EF}, {0x3200, 0x321F},
-    {0x322A, 0x3247}, {0x3250, 0x3250}, {0x3260, 0x327F}, {0x328A, 0x32B0}, {0x32C0, 0x33FF},
-    {0x4DC0, 0x4DFF}, {0xA490, 0xA4CF}, {0xD800, 0xF8FF}, {0xFB29, 0xFB29}, {0xFD3E, 0xFD3F},
-    {0xFDFC, 0xFDFF}, {0xFE00, 0xFE6F}, {0xFEFF, 0xFEFF}, {0xFF01, 0xFF0F}, {0xFF1A, 0xFF20},
-    {0xFF3B, 0xFF40}, {0xFF5B, 0xFF65}, {0xFFE0, 0xFFFF}, {0x1D100, 0x1D3FF}, {0x1F000, 0x1F0FF},
-    {0x1F10D, 0x1FAFF}, {0xE0000, 0xE0FFF}, {0xF0000, 0x10FFFF},
-};
-
-static int in_ranges(int32_t cp, const struct cp_range *r, size_t n)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (cp < r[mid].lo)
-            hi = mid;
-        else if (cp > r[mid].hi)
-            lo = mid + 1;
-        else
-            return 1;
-    }
-    return 0;
-}
-
-/* Python's str.isspace / regex \s. */
-static int is_space(int32_t c)
-{
-    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
-           c == 0x3000;
-}
-
-enum { CLASS_SPACE, CLASS_LETTER, CLASS_NUMBER, CLASS_OTHER };
-
-static int classify(int32_t c)
-{
-    if (c & INVALID_BYTE_FLAG)
-        return CLASS_OTHER;
-    if (is_space(c))
-        return CLASS_SPACE;
-    if (c < 0x80) {
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
-            return CLASS_LETTER;
-        if (c >= '0' && c <= '9')
-            return CLASS_NUMBER;
-        return CLASS_OTHER;
-    }
-    if (in_ranges(c, number_ranges, sizeof(number_ranges) / sizeof(number_ranges[0])))
-        return CLASS_NUMBER;
-    if (in_ranges(c, other_ranges, sizeof(other_ranges) / sizeof(other_ranges[0])))
-        return CLASS_OTHER;
-    return CLASS_LETTER;
-}
-
-/* Python's str.lower for Latin, Greek, Cyrillic, Armenian, Roman numerals and circled letters (U+0130 is
- * handled by the caller). */
-static int32_t lower_cp(int32_t c)
-{
-    if (c < 0x80)
-        return (c >= 'A' && c <= 'Z') ? c + 32 : c;
-    if (c < 0xC0)
-        return c;
-    if (c <= 0xDE)
-        return c == 0xD7 ? c : c + 32;
-    if ((c >= 0x100 && c <= 0x137) || (c >= 0x14A && c <= 0x177) || (c >= 0x460 && c <= 0x481) ||
-        (c >= 0x48A && c <= 0x4BF) || (c >= 0x4D0 && c <= 0x52F) || (c >= 0x1E00 && c <= 0x1E95) ||
-        (c >= 0x1EA0 && c <= 0x1EFF))
-        return c | 1;
-    if ((c >= 0x1DE && c <= 0x1EF) || (c >= 0x1F8 && c <= 0x21F) || (c >= 0x222 && c <= 0x233) ||
-        (c >= 0x246 && c <= 0x24F))
-        return c | 1;
-    if (c >= 0x2160 && c <= 0x216F)
-        return c + 16;
-    if (c >= 0x24B6 && c <= 0x24CF)
-        return c + 26;
-    if ((c >= 0x1CD && c <= 0x1DC) || (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E) ||
-        (c >= 0x4C1 && c <= 0x4CE))
-        return (c & 1) ? c + 1 : c;
-    if (c == 0x178)
-        return 0xFF;
-    if (c == 0x386)
-        return 0x3AC;
-    if (c >= 0x388 && c <= 0x38A)
-        return c + 37;
-    if (c == 0x38C)
-        return 0x3CC;
-    if (c == 0x38E || c == 0x38F)
-        return c + 63;
-    if (c >= 0x391 && c <= 0x3AB && c != 0x3A2)
-        return c + 32;
-    if (c >= 0x400 && c <= 0x40F)
-        return c + 80;
-    if (c >= 0x410 && c <= 0x42F)
-        return c + 32;
-    if (c >= 0x531 && c <= 0x556)
-        return c + 48;
-    if (c >= 0xFF21 && c <= 0xFF3A)
-        return c + 32;
-    return c;
-}
-
-/* ---------------------------------------------------------------- text cleaning */
-
-struct cp_buf {
-    int32_t *v;
-    size_t n, cap;
-};
-
-static int cp_push(struct cp_buf *b, int32_t c)
-{
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 64;
-        int32_t *v = realloc(b->v, cap * sizeof(*v));
-        if (!v)
-            return -1;
-        b->v = v;
-        b->cap = cap;
-    }
-    b->v[b->n++] = c;
-    return 0;
-}
-
-static int cp_push_str(struct cp_buf *b, const char *s)
-{
-    for (; *s; s++)
-        if (cp_push(b, (unsigned char)*s))
-            return -1;
-    return 0;
-}
-
-/* The parts of ftfy.fix_text that change CLIP tokens: control characters removed, curly quotes
- * straightened, Latin ligatures expanded, full-width ASCII folded. */
-static int ftfy_subset(const int32_t *in, size_t n, struct cp_buf *out)
-{
-    size_t i;
-    for (i = 0; i < n; i++) {
-        int32_t c = in[i];
-        int rc = 0;
-        if ((c >= 0x00 && c <= 0x08) || c == 0x0B || (c >= 0x0E && c <= 0x1F) || c == 0x7F ||
-            (c >= 0x206A && c <= 0x206F) || c == 0xFEFF || (c >= 0xFFF9 && c <= 0xFFFC) ||
-            (c >= 0x1D173 && c <= 0x1D17A) || (c >= 0xE0000 && c <= 0xE007F))
-            continue;
-        if (c == 0x2BC || (c >= 0x2018 && c <= 0x201B))
-            rc = cp_push(out, '\'');
-        else if (c >= 0x201C && c <= 0x201F)
-            rc = cp_push(out, '"');
-        else if (c == 0x132)
-            rc = cp_push_str(out, "IJ");
-        else if (c == 0x133)
-            rc = cp_push_str(out, "ij");
-        else if (c == 0x13F || c == 0x140)
-            rc = cp_push(out, c == 0x13F ? 'L' : 'l') || cp_push(out, 0xB7);
-        else if (c == 0x149)
-            rc = cp_push_str(out, "'n"); /* NFKC gives U+02BC, which the quote fix then straightens */
-        else if (c >= 0x1C4 && c <= 0x1CC) {
-            /* DŽ Dž dž LJ Lj lj NJ Nj nj */
-            static const char first[] = "DDdLLlNNn";
-            int k = c - 0x1C4;
-            rc = cp_push(out, first[k]);
-            if (!rc && k < 3)
-                rc = cp_push(out, k == 0 ? 0x17D : 0x17E);
-            else if (!rc)
-                rc = cp_push(out, k % 3 == 0 ? 'J' : 'j');
-        } else if (c >= 0x1F1 && c <= 0x1F3)
-            rc = cp_push(out, c == 0x1F3 ? 'd' : 'D') || cp_push(out, c == 0x1F1 ? 'Z' : 'z');
-        else if (c == 0xFB00)
-            rc = cp_push_str(out, "ff");
-        else if (c == 0xFB01)
-            rc = cp_push_str(out, "fi");
-        else if (c == 0xFB02)
-            rc = cp_push_str(out, "fl");
-        else if (c == 0xFB03)
-            rc = cp_push_str(out, "ffi");
-        else if (c == 0xFB04)
-            rc = cp_push_str(out, "ffl");
-        else if (c == 0xFB05 || c == 0xFB06)
-            rc = cp_push_str(out, "st");
-        else if (c >= 0xFF01 && c <= 0xFF5E)
-            rc = cp_push(out, c - 0xFEE0);
-        else if (c == 0x3000)
-            rc = cp_push(out, ' ');
-        else
-            rc = cp_push(out, c);
-        if (rc)
-            return -1;
-    }
-    return 0;
-}
-
-static int ascii_ieq(const int32_t *s, size_t n, const char *lit)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        if (lit[i] == 0 || s[i] != (unsigned char)lit[i])
-            return 0;
-    return lit[n] == 0;
-}
-
-/* html.unescape for the entities prompts realistically contain: numeric ones and the basic named ones. */
-static int html_unescape(const int32_t *in, size_t n, struct cp_buf *out)
-{
-    static const struct {
-        const char *name;
-        int32_t cp;
-        int needs_semicolon;
-    } named[] = {{"amp", '&', 0}, {"lt", '<', 0}, {"gt", '>', 0}, {"quot", '"', 0},
-                 {"apos", '\'', 1}, {"nbsp", 0xA0, 0}};
-    size_t i = 0;
-    while (i < n) {
-        int32_t c = in[i];
-        if (c == '&' && i + 1 < n) {
-            size_t j = i + 1, k;
-            if (in[j] == '#') {
-                int hex = 0;
-                int32_t v = 0;
-                size_t start;
-                j++;
-                if (j < n && (in[j] == 'x' || in[j] == 'X'))
-                    hex = 1, j++;
-                start = j;
-                while (j < n && j - start < 8) {
-                    int32_t d = in[j];
-                    int dv;
-                    if (d >= '0' && d <= '9')
-                        dv = d - '0';
-                    else if (hex && d >= 'a' && d <= 'f')
-                        dv = d - 'a' + 10;
-                    else if (hex && d >= 'A' && d <= 'F')
-                        dv = d - 'A' + 10;
-                    else
-                        break;
-                    v = v * (hex ? 16 : 10) + dv;
-                    j++;
-                }
-                if (j > start && v > 0 && v <= 0x10FFFF && !(v >= 0xD800 && v <= 0xDFFF)) {
-                    if (j < n && in[j] == ';')
-                        j++;
-                    if (cp_push(out, v))
-                        return -1;
-                    i = j;
-                    continue;
-                }
-            } else {
-                while (j < n && j - i <= 5 &&
-                       ((in[j] >= 'a' && in[j] <= 'z') || (in[j] >= 'A' && in[j] <= 'Z')))
-                    j++;
-                for (k = 0; k < sizeof(named) / sizeof(named[0]); k++) {
-                    if (!ascii_ieq(in + i + 1, j - i - 1, named[k].name))
-                        continue;
-                    if (j < n && in[j] == ';')
-                        j++;
-                    else if (named[k].needs_semicolon)
-                        continue;
-                    if (cp_push(out, named[k].cp))
-                        return -1;
-                    i = j;
-                    break;
-                }
-                if (k < sizeof(named) / sizeof(named[0]))
-                    continue;
-            }
-        }
-        if (cp_push(out, c))
-            return -1;
-        i++;
-    }
-    return 0;
-}
-
-/* basic_clean + whitespace_clean + lower of the reference tokenizer. */
-static int clean_text(const char *text, size_t len, struct cp_buf *out)
-{
-    struct cp_buf a = {0}, b = {0};
-    const unsigned char *s = (const unsigned char *)text;
-    size_t i = 0;
-    int pending_space = 0, rc = -1;
-
-    while (i < len) {
-        int32_t c;
-        i += utf8_get(s + i, len - i, &c);
-        if (cp_push(&a, c))
-            goto done;
-    }
-    if (ftfy_subset(a.v, a.n, &b))
-        goto done;
-    a.n = 0;
-    if (html_unescape(b.v, b.n, &a))
-        goto done;
-    b.n = 0;
-    if (html_unescape(a.v, a.n, &b))
-        goto done;
-
-    out->n = 0;
-    for (i = 0; i < b.n; i++) {
-        int32_t c = b.v[i];
-        if (is_space(c)) {
-            pending_space = out->n > 0;
-            continue;
-        }
-        if (pending_space && cp_push(out, ' '))
-            goto done;
-        pending_space = 0;
-        if (c == 0x130) {
-            /* Python lowercases U+0130 to "i" + combining dot above. */
-            if (cp_push(out, 'i') || cp_push(out, 0x307))
-                goto done;
-        } else if (cp_push(out, (c & INVALID_BYTE_FLAG) ? c : lower_cp(c))) {
-            goto done;
-        }
-    }
-    rc = 0;
-done:
-    free(a.v);
-    free(b.v);
-    return rc;
 }
 
 /* ---------------------------------------------------------------- hash maps */
@@ -777,7 +357,7 @@ static int build_vocab_from_merges(sd_tokenizer_t *t, const struct merge_list *m
     bytes_to_unicode(byte_cp, order);
     for (i = 0; i < 256; i++) {
         char u[8];
-        size_t n = utf8_put(byte_cp[order[i]], u);
+        size_t n = sd_utf8_put(byte_cp[order[i]], u);
         u[n] = 0;
         if (!(t->tokens[i] = str_dup_n(u, n)) || !(t->tokens[256 + i] = str_cat(u, EOW)))
             return -1;
@@ -812,7 +392,7 @@ static int finish(sd_tokenizer_t *t, const struct merge_list *m, const char *sou
     }
     for (i = 0; i < 256; i++) {
         char u[16];
-        size_t n = utf8_put(byte_cp[i], u);
+        size_t n = sd_utf8_put(byte_cp[i], u);
         memcpy(u + n, EOW, 5);
         t->byte_id[i] = str_map_find(t, u, n);
         t->byte_eow_id[i] = str_map_find(t, u, n + 4);
@@ -1061,18 +641,18 @@ static size_t contraction(const int32_t *s, size_t n)
 /* Cleans, pre-tokenizes and BPE-encodes `len` bytes of text, appending ids to `out`. */
 static int encode_text(const sd_tokenizer_t *t, const char *text, size_t len, struct id_buf *out)
 {
-    struct cp_buf cps = {0};
+    struct sd_cp_buf cps = {0};
     unsigned char *bytes = NULL;
     size_t i = 0, bytes_cap = 0;
     int rc = -1;
-    if (clean_text(text, len, &cps))
+    if (sd_clean_text(text, len, &cps))
         goto done;
     while (i < cps.n) {
         const int32_t *s = cps.v + i;
         size_t rest = cps.n - i, m, k, nb;
-        int cls = classify(s[0]);
+        int cls = sd_char_class(s[0]);
         int special;
-        if (cls == CLASS_SPACE) {
+        if (cls == SD_CHAR_SPACE) {
             i++;
             continue;
         }
@@ -1086,8 +666,8 @@ static int encode_text(const sd_tokenizer_t *t, const char *text, size_t len, st
         }
         if ((m = contraction(s, rest)) == 0) {
             m = 1;
-            if (cls != CLASS_NUMBER)
-                while (m < rest && classify(s[m]) == cls)
+            if (cls != SD_CHAR_NUMBER)
+                while (m < rest && sd_char_class(s[m]) == cls)
                     m++;
         }
         if (bytes_cap < m * 4) {
@@ -1098,7 +678,7 @@ static int encode_text(const sd_tokenizer_t *t, const char *text, size_t len, st
             bytes_cap = m * 4;
         }
         for (k = 0, nb = 0; k < m; k++)
-            nb += utf8_put(s[k], (char *)bytes + nb);
+            nb += sd_utf8_put(s[k], (char *)bytes + nb);
         if (bpe_word(t, bytes, nb, out))
             goto done;
         i += m;
@@ -1130,157 +710,12 @@ int sd_tokenizer_encode(const sd_tokenizer_t *t, const char *text, int32_t **ids
     return 0;
 }
 
-/* ---------------------------------------------------------------- emphasis and chunks */
-
-struct segment {
-    size_t start, len; /* in the literal-text buffer */
-    double weight;
-};
-
-struct seg_list {
-    struct segment *v;
-    size_t n, cap;
-    char *text;
-    size_t text_len;
-};
-
-static int seg_add(struct seg_list *l, const char *s, size_t n)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        struct segment *v = realloc(l->v, cap * sizeof(*v));
-        if (!v)
-            return -1;
-        l->v = v;
-        l->cap = cap;
-    }
-    memcpy(l->text + l->text_len, s, n);
-    l->v[l->n].start = l->text_len;
-    l->v[l->n].len = n;
-    l->v[l->n].weight = 1.0;
-    l->text_len += n;
-    l->n++;
-    return 0;
-}
-
-static void seg_scale(struct seg_list *l, size_t from, double factor)
-{
-    for (; from < l->n; from++)
-        l->v[from].weight *= factor;
-}
-
-static int is_ws_ascii(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
-/* Matches `:\s*([+-]?[.\d]+)\s*\)` at p; returns its length and the weight, or 0. */
-static size_t match_weight(const char *p, double *weight)
-{
-    const char *q = p + 1, *num;
-    char buf[64], *end;
-    size_t n;
-    while (is_ws_ascii(*q))
-        q++;
-    num = q;
-    if (*q == '+' || *q == '-')
-        q++;
-    if (!((*q >= '0' && *q <= '9') || *q == '.'))
-        return 0;
-    while ((*q >= '0' && *q <= '9') || *q == '.')
-        q++;
-    n = (size_t)(q - num);
-    while (is_ws_ascii(*q))
-        q++;
-    if (*q != ')' || n >= sizeof(buf))
-        return 0;
-    memcpy(buf, num, n);
-    buf[n] = 0;
-    *weight = strtod(buf, &end);
-    /* "1.2.3" is not a number; the text is then kept literally rather than guessed at. */
-    if (*end != 0)
-        return 0;
-    return (size_t)(q + 1 - p);
-}
-
-/* A1111's parse_prompt_attention: literal text segments with their weights, equal neighbours merged. */
-static int parse_attention(const char *prompt, struct seg_list *l)
-{
-    size_t len = strlen(prompt), i = 0, n_round = 0, n_square = 0, k;
-    size_t *round = malloc((len + 1) * sizeof(*round));
-    size_t *square = malloc((len + 1) * sizeof(*square));
-    int rc = -1;
-    l->text = malloc(len + 1);
-    if (!round || !square || !l->text)
-        goto done;
-    while (i < len) {
-        char c = prompt[i];
-        double w;
-        size_t m;
-        if (c == '\\') {
-            char d = prompt[i + 1];
-            if (d == '(' || d == ')' || d == '[' || d == ']' || d == '\\') {
-                if (seg_add(l, prompt + i + 1, 1))
-                    goto done;
-                i += 2;
-            } else {
-                i++; /* a lone backslash is dropped, as in A1111 */
-            }
-        } else if (c == '(') {
-            round[n_round++] = l->n;
-            i++;
-        } else if (c == '[') {
-            square[n_square++] = l->n;
-            i++;
-        } else if (c == ':' && n_round > 0 && (m = match_weight(prompt + i, &w)) != 0) {
-            seg_scale(l, round[--n_round], w);
-            i += m;
-        } else if (c == ')' && n_round > 0) {
-            seg_scale(l, round[--n_round], 1.1);
-            i++;
-        } else if (c == ']' && n_square > 0) {
-            seg_scale(l, square[--n_square], 1 / 1.1);
-            i++;
-        } else if (c == ':' || c == ')' || c == ']') {
-            if (seg_add(l, prompt + i, 1))
-                goto done;
-            i++;
-        } else {
-            size_t j = i;
-            while (j < len && prompt[j] != '\\' && prompt[j] != '(' && prompt[j] != ')' && prompt[j] != '[' &&
-                   prompt[j] != ']' && prompt[j] != ':')
-                j++;
-            if (seg_add(l, prompt + i, j - i))
-                goto done;
-            i = j;
-        }
-    }
-    for (k = 0; k < n_round; k++)
-        seg_scale(l, round[k], 1.1);
-    for (k = 0; k < n_square; k++)
-        seg_scale(l, square[k], 1 / 1.1);
-    /* Merge neighbours of equal weight: "a (b) c" must tokenize "a " and " c" apart but "a" ":" "b" together. */
-    if (l->n > 1) {
-        size_t out = 0;
-        for (k = 1; k < l->n; k++) {
-            if (l->v[k].weight == l->v[out].weight && l->v[out].start + l->v[out].len == l->v[k].start)
-                l->v[out].len += l->v[k].len;
-            else
-                l->v[++out] = l->v[k];
-        }
-        l->n = out + 1;
-    }
-    rc = 0;
-done:
-    free(round);
-    free(square);
-    return rc;
-}
+/* ---------------------------------------------------------------- chunks */
 
 int sd_tokenizer_encode_chunks(const sd_tokenizer_t *t, const char *prompt, sd_token_chunks_t *out, char *err,
                                size_t err_size)
 {
-    struct seg_list segs = {0};
+    struct sd_prompt_segments segs = {0};
     struct id_buf ids = {0};
     float *weights = NULL;
     size_t weights_cap = 0, s, c, total;
@@ -1289,7 +724,7 @@ int sd_tokenizer_encode_chunks(const sd_tokenizer_t *t, const char *prompt, sd_t
     out->count = 0;
     out->ids = NULL;
     out->weights = NULL;
-    if (parse_attention(prompt, &segs))
+    if (sd_parse_prompt_attention(prompt, &segs))
         goto oom;
     for (s = 0; s < segs.n; s++) {
         size_t before = ids.n, k;
