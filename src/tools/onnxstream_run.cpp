@@ -237,10 +237,9 @@ std::string json_escape(const std::string &s) {
     return out;
 }
 
-} // namespace
 
-int main(int argc, char **argv) {
-    Args args = parse_args(argc, argv);
+// The model with the command line's options, loaded, with its range data and calibration set.
+onnxstream_model_t *create_model(const Args &args) {
     onnxstream_model_options_t options;
     onnxstream_model_options_init(&options);
     options.threads = args.threads;
@@ -260,7 +259,10 @@ int main(int argc, char **argv) {
     check(model, onnxstream_model_load(model, args.model.c_str()));
     if (!args.range_data.empty()) check(model, onnxstream_model_read_range_data(model, args.range_data.c_str()));
     if (!args.calibrate.empty()) check(model, onnxstream_model_set_calibrate(model, 1));
+    return model;
+}
 
+void push_inputs(onnxstream_model_t *model, const Args &args) {
     for (const auto &in : args.inputs) {
         NpyArray a;
         try {
@@ -288,15 +290,21 @@ int main(int argc, char **argv) {
         check(model, onnxstream_model_push_tensor(model, in.first.c_str(), a.dtype, a.shape.size(), a.shape.data(),
                                                   a.data.data(), a.data.size()));
     }
-    if (args.ops_printf) check(model, onnxstream_model_set_progress_callback(model, print_op, nullptr));
+}
 
-    std::vector<double> times;
-    std::string weights_json;
+struct RunReport {
+    std::vector<double> times; // seconds per run
+    std::string weights_json;  // one object per run for --json
+};
+
+// Runs the model --runs times, printing each run's figures unless --json.
+RunReport run_model(onnxstream_model_t *model, const Args &args) {
+    RunReport report;
     for (int r = 0; r < args.runs; ++r) {
         auto start = std::chrono::steady_clock::now();
         check(model, onnxstream_model_run(model));
         double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        times.push_back(s);
+        report.times.push_back(s);
         onnxstream_run_stats_t rs;
         rs.struct_size = sizeof(rs);
         check(model, onnxstream_model_run_stats(model, &rs));
@@ -308,7 +316,7 @@ int main(int argc, char **argv) {
                       static_cast<unsigned long long>(rs.weight_bytes_read), rs.weight_read_us / 1e6,
                       rs.weight_wait_us / 1e6, static_cast<unsigned long long>(rs.layout_transposes), arith,
                       static_cast<unsigned long long>(rs.fp16_ops), static_cast<unsigned long long>(rs.fp16_fallbacks));
-        weights_json += (weights_json.empty() ? "" : ",") + std::string(buf);
+        report.weights_json += (report.weights_json.empty() ? "" : ",") + std::string(buf);
         if (!args.json)
             std::printf("run %d: %.3f s (weights: %.1f MB read in %.3f s, run waited %.3f s for them; %llu layout "
                         "transposes; arithmetic %s, %llu ops in fp16)\n",
@@ -316,19 +324,12 @@ int main(int argc, char **argv) {
                         static_cast<unsigned long long>(rs.layout_transposes), arith,
                         static_cast<unsigned long long>(rs.fp16_ops));
     }
+    return report;
+}
 
-    if (!args.calibrate.empty()) {
-        check(model, onnxstream_model_write_range_data(model, args.calibrate.c_str()));
-        if (!args.json) std::printf("wrote %s\n", args.calibrate.c_str());
-    }
-
-    onnxstream_memory_stats_t stats;
-    stats.struct_size = sizeof(stats);
-    check(model, onnxstream_model_memory_stats(model, &stats, 0));
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    uint64_t peak_rss = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
-
+// Writes the outputs into --output-dir (float16 as float32) and prints them unless --json; returns their
+// --json objects.
+std::string write_outputs(onnxstream_model_t *model, const Args &args) {
     std::string outputs_json;
     if (!args.output_dir.empty()) ::mkdir(args.output_dir.c_str(), 0755);
     for (size_t i = 0; i < onnxstream_model_output_count(model); ++i) {
@@ -362,13 +363,40 @@ int main(int argc, char **argv) {
                         "\",\"dtype\":\"" + onnxstream_dtype_name(dtype) + "\",\"shape\":[" + shape + "],\"file\":" +
                         (file.empty() ? "null" : "\"" + json_escape(file) + "\"") + "}";
     }
+    return outputs_json;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    Args args = parse_args(argc, argv);
+    onnxstream_model_t *model = create_model(args);
+
+    push_inputs(model, args);
+    if (args.ops_printf) check(model, onnxstream_model_set_progress_callback(model, print_op, nullptr));
+
+    const RunReport report = run_model(model, args);
+
+    if (!args.calibrate.empty()) {
+        check(model, onnxstream_model_write_range_data(model, args.calibrate.c_str()));
+        if (!args.json) std::printf("wrote %s\n", args.calibrate.c_str());
+    }
+
+    onnxstream_memory_stats_t stats;
+    stats.struct_size = sizeof(stats);
+    check(model, onnxstream_model_memory_stats(model, &stats, 0));
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    uint64_t peak_rss = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+
+    const std::string outputs_json = write_outputs(model, args);
     if (args.json) {
         std::string runs;
-        for (double t : times) runs += (runs.empty() ? "" : ",") + std::to_string(t);
+        for (double t : report.times) runs += (runs.empty() ? "" : ",") + std::to_string(t);
         std::printf("{\"outputs\":[%s],\"runs_s\":[%s],\"peak_rss_bytes\":%llu,\"peak_tensor_bytes\":%llu,"
                     "\"weights\":[%s],\"kernels\":\"%s\"}\n",
                     outputs_json.c_str(), runs.c_str(), static_cast<unsigned long long>(peak_rss),
-                    static_cast<unsigned long long>(stats.peak_bytes), weights_json.c_str(),
+                    static_cast<unsigned long long>(stats.peak_bytes), report.weights_json.c_str(),
                     json_escape(onnxstream_kernel_library()).c_str());
     } else {
         std::printf("peak RSS: %.1f MB, peak tensor bytes: %.1f MB\n", peak_rss / 1e6, stats.peak_bytes / 1e6);
