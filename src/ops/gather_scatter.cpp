@@ -17,7 +17,6 @@ namespace shapeops {
 
 namespace {
 
-
 template <typename I> int64_t index_at(const void *p, size_t i) { return static_cast<const I *>(p)[i]; }
 
 int64_t checked_index(const std::string &where, int64_t v, int64_t dim, const char *what) {
@@ -51,7 +50,6 @@ void gather_scalars(T *dst, const T *src, const std::vector<int64_t> &idx, size_
         dst[it] = src[o * n + idx[static_cast<size_t>(j)]];
     }
 }
-
 
 // ---- Gather ----
 

@@ -18,7 +18,6 @@ namespace {
 // ---------------------------------------------------------------------------------------------------------
 // Helpers shared by MatMul and Gemm
 
-
 bool broadcast_shapes(const Shape &a, const Shape &b, Shape &out) {
     size_t rank = std::max(a.size(), b.size());
     out.assign(rank, 1);

@@ -237,7 +237,6 @@ std::string json_escape(const std::string &s) {
     return out;
 }
 
-
 // The model with the command line's options, loaded, with its range data and calibration set.
 onnxstream_model_t *create_model(const Args &args) {
     onnxstream_model_options_t options;

@@ -67,5 +67,4 @@ std::shared_ptr<Mapping> map_file(int fd, uint64_t bytes) {
     return m;
 }
 
-
 } // namespace onnxstream::weight_cache
