@@ -27,6 +27,7 @@ case "${VERSION_CODENAME:-}" in
       libc6 libgcc-s1 libstdc++6
       zlib1g zlib1g-dev libpng16-16t64 libpng-dev
       libcpuinfo0 libcpuinfo-dev libpthreadpool0 libpthreadpool-dev libxnnpack0.20241108 libxnnpack-dev
+      libxxhash0 libxxhash-dev
       libprotobuf32t64 libprotobuf-lite32t64 libprotobuf-dev libonnx1t64 libonnx-dev
       libgtest-dev
     ) ;;
@@ -35,6 +36,7 @@ case "${VERSION_CODENAME:-}" in
       libc6 libgcc-s1 libstdc++6
       zlib1g zlib1g-dev libpng16-16 libpng-dev
       libcpuinfo0 libcpuinfo-dev libpthreadpool0 libpthreadpool-dev libxnnpack0 libxnnpack-dev
+      libxxhash0 libxxhash-dev
       libprotobuf32 libprotobuf-lite32 libprotobuf-dev libonnx1 libonnxifi libonnx-dev
       libgtest-dev
     ) ;;

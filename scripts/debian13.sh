@@ -27,7 +27,7 @@ case ${1:-} in test|build|exec|arm64) mode=$1; shift ;; esac
 # Build and test dependencies, all from trixie itself. onnxruntime-node (the test reference) comes from
 # npm into tests/tools/node_modules of the checkout, shared with the host.
 packages=build-essential,pkg-config,meson,ninja-build,clang,\
-libxnnpack-dev,libcpuinfo-dev,libpthreadpool-dev,libpng-dev,zlib1g-dev,\
+libxnnpack-dev,libcpuinfo-dev,libpthreadpool-dev,libpng-dev,zlib1g-dev,libxxhash-dev,\
 libonnx-dev,libprotobuf-dev,protobuf-compiler,libgtest-dev,libbenchmark-dev,\
 python3,python3-numpy,python3-onnx,python3-torch,python3-pil,nodejs,npm,cargo,golang-go,time,ca-certificates
 
@@ -68,6 +68,16 @@ in_root() {
         /usr/bin/env HOME=/root PATH=/usr/local/bin:/usr/bin:/bin $cc_env sh -eu -c 'cd "$0"; exec "$@"' "$src" "$@"
 }
 
+# A root made from an older package list lacks what was added since: install it (nothing when complete).
+missing=$(echo "$packages" | tr ',' '\n' | while read -r p; do
+    chroot "$root" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+done)
+if [ -n "$missing" ]; then
+    echo "debian13: installing into the root:" $missing
+    in_root sh -eu -c 'n=0; until apt-get update -qq; do n=$((n + 1)); [ $n -lt 3 ] || exit 1; sleep 20; done
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null' debian13-packages $missing
+fi
+
 if [ "$mode" = exec ]; then
     in_root "$@"
     exit
@@ -84,7 +94,7 @@ if [ "$mode" = arm64 ]; then
             DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
                 crossbuild-essential-arm64 qemu-user-static >/dev/null
         fi
-        [ -d /opt/onnxstream-cross/aarch64-linux-gnu ] || bash cross/sysroot.sh arm64
+        bash cross/sysroot.sh arm64   # again each time: a few seconds, and the package list may have grown
         [ -f "$build/build.ninja" ] ||
             meson setup "$build" --cross-file cross/aarch64-linux-gnu.ini --buildtype=release -Dtests=disabled
         t=$(date +%s)
