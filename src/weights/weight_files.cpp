@@ -4,10 +4,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <limits>
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "util/checked.h"
 #include "util/error.h"
 #include "util/paths.h"
 #include "util/strings.h"
@@ -64,16 +64,11 @@ Tensor WeightsProvider::read_counted(const WeightSpec &spec, const Allocator &al
 }
 
 ResolvedWeight resolve_weight_file(const std::string &folder, const WeightSpec &spec) {
-    // In 64 bits: on a 32-bit build spec.byte_size() (a size_t) would wrap for a weight of 4 GiB or more
-    // and the size check below would compare the file with the wrapped count.
-    uint64_t expected = 0;
-    const int64_t numel = shape_numel(spec.shape);
-    if (numel < 0 || __builtin_mul_overflow(static_cast<uint64_t>(numel), dtype_size(spec.dtype), &expected))
-        fail(ONNXSTREAM_ERR_INVALID_MODEL, "weight ", spec.file, " has an invalid shape ", shape_str(spec.shape));
-    if (expected > std::numeric_limits<size_t>::max())
-        fail(ONNXSTREAM_ERR_OUT_OF_MEMORY, "weight ", spec.file, " (", dtype_name(spec.dtype), " ",
-             shape_str(spec.shape), ") has ", expected, " bytes, more than this ", sizeof(void *) * 8,
-             "-bit process can address");
+    // In 64 bits, through the checked helpers: on a 32-bit build spec.byte_size() (a size_t) would wrap for
+    // a weight of 4 GiB or more and the size check below would compare the file with the wrapped count.
+    const std::string what = "weight " + spec.file;
+    const uint64_t expected = checked::bytes_or_fail(spec.shape, dtype_size(spec.dtype), what);
+    checked::to_size(expected, what);
     std::string twin;
     if (spec.shape.size() == 4 && ends_with(spec.file, "_nchw.bin"))
         twin = spec.file.substr(0, spec.file.size() - 9) + "_nhwc.bin";
