@@ -10,11 +10,13 @@ under the same qemu, emulated wall time (only meaningful relative to the others)
 and whether the PNG equals the x86 build's for the same seed (else the largest pixel difference).
 
 usage: tests/bench/arm_sd_lowmem.py --build build [--arm build-arm64:aarch64,build-armhf:armhf] [--work DIR]
-       [--onnx GEN_DIR] [--limit-mb 512] [--steps 1] [--threads 0]
+       [--onnx GEN_DIR] [--limit-mb 512] [--steps 1] [--threads 0] [--reuse-x86]
+  --reuse-x86  take the x86 reference (PNG, log) from an earlier run in --work instead of running it again
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -56,6 +58,8 @@ def main():
     ap.add_argument("--steps", type=int, default=1)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--size", choices=["full", "small"], default="full", help="small: a quick check of this script")
+    ap.add_argument("--reuse-x86", action="store_true",
+                    help="reuse x86.png and logs/x86.log of an earlier run with the same models and options")
     args = ap.parse_args()
 
     work = os.path.abspath(args.work)
@@ -68,10 +72,20 @@ def main():
                "--steps", str(args.steps), "--seed", "42", "--threads", str(args.threads), "--rpi-lowmem"]
     results = {"steps": args.steps, "limit_mb": args.limit_mb, "size": args.size}
 
-    log("x86 reference image")
     ref_png = os.path.join(work, "x86.png")
-    err, wall, rss, rc = time_v([os.path.join(args.build, "examples", "sd", "sd")] + sd_args + ["--output", ref_png],
-                                os.path.join(logs, "x86.log"))
+    x86_log = os.path.join(logs, "x86.log")
+    if args.reuse_x86 and os.path.exists(ref_png) and os.path.exists(x86_log):
+        log(f"x86 reference image: reusing {ref_png}")
+        err = open(x86_log).read()
+        rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)
+        wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)", err)
+        rss = int(rss.group(1)) / 1024 if rss else None
+        wall = (int(wall.group(1) or 0) * 3600 + int(wall.group(2)) * 60 + float(wall.group(3))) if wall else 0.0
+        rc = 0 if "Exit status: 0" in err else 1
+    else:
+        log("x86 reference image")
+        err, wall, rss, rc = time_v([os.path.join(args.build, "examples", "sd", "sd")] + sd_args +
+                                    ["--output", ref_png], x86_log)
     results["x86"] = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss)
     if rc != 0:
         sys.exit(f"arm_sd_lowmem.py: the x86 run failed; see {logs}/x86.log")
