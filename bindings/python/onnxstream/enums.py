@@ -5,7 +5,25 @@ from __future__ import annotations
 import enum
 
 
-class DType(enum.IntEnum):
+class AppendOnlyEnum(enum.IntEnum):
+    """Base of the C API's enums that later versions append to (dtypes, statuses).
+
+    A value from a newer library becomes a member named UNKNOWN_<value> instead of a ValueError: a weight
+    request with a new dtype must still reach the provider (which may only need byte_size), and an error
+    with a new status must still be raised with its message.
+    """
+
+    @classmethod
+    def _missing_(cls, value):
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None
+        member = int.__new__(cls, value)
+        member._name_ = f"UNKNOWN_{value}"
+        member._value_ = value
+        return member
+
+
+class DType(AppendOnlyEnum):
     """onnxstream_dtype_t: element types of tensors and weights."""
 
     FLOAT32 = 1
@@ -15,17 +33,6 @@ class DType(enum.IntEnum):
     INT8 = 5
     INT32 = 6
     BOOL = 7  #: one byte per element, 0 or 1
-
-    @classmethod
-    def _missing_(cls, value):
-        # Dtypes are appended over versions; a weight request from a newer library must still reach
-        # the provider (which may only need byte_size) rather than fail in the binding.
-        if not isinstance(value, int) or isinstance(value, bool):
-            return None
-        member = int.__new__(cls, value)
-        member._name_ = f"UNKNOWN_{value}"
-        member._value_ = value
-        return member
 
 
 class Provider(enum.IntEnum):

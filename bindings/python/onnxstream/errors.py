@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import enum
+from .enums import AppendOnlyEnum
 
 
-class Status(enum.IntEnum):
+class Status(AppendOnlyEnum):
     """onnxstream_status_t. Values are fixed by the C API and only ever appended to."""
 
     OK = 0
@@ -18,17 +18,6 @@ class Status(enum.IntEnum):
     CANCELLED = 7  #: the progress callback asked to stop
     BAD_STATE = 8  #: the call is not valid now (run before load, closed model, another thread)
     INTERNAL = 9  #: a bug in onnxstream or a kernel library
-
-    @classmethod
-    def _missing_(cls, value):
-        # A newer library may return a status this binding does not know yet: keep its number
-        # instead of failing with a ValueError while building the error for it.
-        if not isinstance(value, int) or isinstance(value, bool):
-            return None
-        member = int.__new__(cls, value)
-        member._name_ = f"UNKNOWN_{value}"
-        member._value_ = value
-        return member
 
 
 class Error(Exception):
