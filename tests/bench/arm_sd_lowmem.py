@@ -28,7 +28,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "examples", "sd"))
 from make_models import make_models  # noqa: E402
-from sd_e2e import PROMPT, MemoryCgroup, parse_sd, time_v  # noqa: E402
+from sd_e2e import PROMPT, MemoryCgroup, parse_sd, peak_rss_mb, time_v  # noqa: E402
 
 ARCHES = {
     "aarch64": {"qemu": "qemu-aarch64-static", "cpu": "cortex-a53", "gcc": "aarch64-linux-gnu-gcc",
@@ -77,9 +77,8 @@ def main():
     if args.reuse_x86 and os.path.exists(ref_png) and os.path.exists(x86_log):
         log(f"x86 reference image: reusing {ref_png}")
         err = open(x86_log).read()
-        rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)
+        rss = peak_rss_mb(err)
         wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)", err)
-        rss = int(rss.group(1)) / 1024 if rss else None
         wall = (int(wall.group(1) or 0) * 3600 + int(wall.group(2)) * 60 + float(wall.group(3))) if wall else 0.0
         rc = 0 if "Exit status: 0" in err else 1
     else:

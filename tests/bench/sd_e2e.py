@@ -40,8 +40,13 @@ def time_v(cmd, logfile, prefix=()):
     with open(logfile, "w") as f:
         p = subprocess.run(list(prefix) + ["/usr/bin/time", "-v"] + cmd, stdout=f, stderr=subprocess.PIPE, text=True)
         f.write(p.stderr)
-    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
-    return p.stderr, time.time() - t0, int(rss.group(1)) / 1024 if rss else None, p.returncode
+    return p.stderr, time.time() - t0, peak_rss_mb(p.stderr), p.returncode
+
+
+def peak_rss_mb(time_v_text):
+    """The peak RSS in MB that /usr/bin/time -v printed, or None."""
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", time_v_text)
+    return int(rss.group(1)) / 1024 if rss else None
 
 
 class MemoryCgroup:
