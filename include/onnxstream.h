@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define ONNXSTREAM_VERSION_MAJOR 0
-#define ONNXSTREAM_VERSION_MINOR 4
+#define ONNXSTREAM_VERSION_MINOR 5
 #define ONNXSTREAM_VERSION_PATCH 0
 #define ONNXSTREAM_VERSION \
     (ONNXSTREAM_VERSION_MAJOR * 10000 + ONNXSTREAM_VERSION_MINOR * 100 + ONNXSTREAM_VERSION_PATCH)
@@ -475,6 +475,10 @@ typedef struct onnxstream_run_stats {
     uint64_t fp16_ops;            /**< ops that computed in float16 arithmetic */
     uint64_t fp16_fallbacks;      /**< ops that were to compute in float16 but ran in float32 (no f16 kernels) */
     int32_t arithmetic;           /**< the model's resolved arithmetic: ONNXSTREAM_ARITHMETIC_FP32 or _FP16 */
+    /* Since 0.5: */
+    uint64_t weight_bytes_copied; /**< bytes written turning weights into kernel input: layout changes, float16
+                                       widening, 8-bit dequantization, padded and row copies (XNNPACK's own
+                                       packing is not counted) */
 } onnxstream_run_stats_t;
 
 /** Read the figures of the last successful run (zeros before one). */

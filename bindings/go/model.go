@@ -107,6 +107,8 @@ type RunStats struct {
 	WeightBytesRead uint64
 	WeightReadTime  time.Duration // time spent reading weights, on any thread
 	WeightWaitTime  time.Duration // time the run waited for weights
+	// Bytes written turning weights into kernel input (layout changes, widening, dequantization, copies).
+	WeightBytesCopied uint64
 }
 
 // Model owns a C model. It is not safe for concurrent use.
@@ -541,9 +543,10 @@ func (m *Model) RunStats() (RunStats, error) {
 	}
 	us := time.Microsecond
 	return RunStats{
-		RunTime:         time.Duration(s.run_us) * us,
-		WeightBytesRead: uint64(s.weight_bytes_read),
-		WeightReadTime:  time.Duration(s.weight_read_us) * us,
-		WeightWaitTime:  time.Duration(s.weight_wait_us) * us,
+		RunTime:           time.Duration(s.run_us) * us,
+		WeightBytesRead:   uint64(s.weight_bytes_read),
+		WeightReadTime:    time.Duration(s.weight_read_us) * us,
+		WeightWaitTime:    time.Duration(s.weight_wait_us) * us,
+		WeightBytesCopied: uint64(s.weight_bytes_copied),
 	}, nil
 }

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "capi/guard.h"
-#include "exec/memory_mode.h"
+#include "capi/model_options.h"
 #include "onnxstream.h"
 #include "weights/callback.h"
 #include "xnnpack/init.h"
@@ -133,21 +133,7 @@ onnxstream_status_t onnxstream_model_create(const onnxstream_model_options_t *op
         REQUIRE_ARG(o.reserved0 == 0, "onnxstream_model_create: reserved0 must be 0");
         REQUIRE_ARG(o.arithmetic >= ONNXSTREAM_ARITHMETIC_AUTO && o.arithmetic <= ONNXSTREAM_ARITHMETIC_FP16,
                     "onnxstream_model_create: unknown arithmetic ", o.arithmetic, " (expected 0 auto, 1 fp32, 2 fp16)");
-        MemorySettings ms = memory_settings(
-            static_cast<onnxstream_memory_mode_t>(o.memory_mode), static_cast<onnxstream_provider_kind_t>(o.provider),
-            o.prefetch_bytes, static_cast<onnxstream_attention_t>(o.attention), o.attention_slices,
-            o.weight_chunk_bytes);
-        ModelOptions mo;
-        mo.threads = static_cast<size_t>(o.threads);
-        mo.provider = ms.provider;
-        mo.prefetch_bytes = ms.prefetch_bytes;
-        mo.mapping_cache_bytes = ms.mapping_cache_bytes;
-        mo.run = ms.run;
-        mo.run.nhwc_layout = (o.flags & ONNXSTREAM_FLAG_NCHW_ONLY) == 0;
-        if (o.cache_path) mo.cache_path = o.cache_path;
-        mo.max_bytes = o.max_bytes;
-        mo.arithmetic = static_cast<onnxstream_arithmetic_t>(o.arithmetic);
-        *out = new onnxstream_model(mo);
+        *out = new onnxstream_model(model_options_from(o));
     });
 }
 
@@ -382,6 +368,7 @@ onnxstream_status_t onnxstream_model_run_stats(onnxstream_model_t *model, onnxst
         s.fp16_ops = last.exec.fp16_ops;
         s.fp16_fallbacks = last.exec.fp16_fallbacks;
         s.arithmetic = model->model.fp16_arithmetic() ? ONNXSTREAM_ARITHMETIC_FP16 : ONNXSTREAM_ARITHMETIC_FP32;
+        s.weight_bytes_copied = last.weight_bytes_copied;
         std::memcpy(stats, &s, std::min<size_t>(stats->struct_size, sizeof(s)));
     });
 }

@@ -1,11 +1,12 @@
 #include "exec/executor.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 #include "ops/layout.h"
 #include "util/error.h"
+#include "util/stopwatch.h"
+#include "weights/prepare.h"
 
 namespace onnxstream {
 
@@ -98,7 +99,7 @@ template <typename F> auto naming_oom(const Node *node, const char *what, const 
     }
 }
 
-// Ends the provider's run however execute() exits.
+// Ends the provider's run however Executor::run exits.
 struct RunScope {
     WeightsProvider &provider;
     RunScope(WeightsProvider &p, const std::vector<WeightSpec> &order, const Allocator &alloc) : provider(p) {
@@ -106,158 +107,196 @@ struct RunScope {
     }
     ~RunScope() { provider.end_run(); }
 };
+
 } // namespace
 
-std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vector<Tensor> &inputs,
-                            WeightsProvider &provider, const Allocator &alloc, pthreadpool_t pool,
-                            const ProgressFn &progress, RunStats &stats,
-                            std::vector<std::shared_ptr<void>> *node_state, const RunOptions &options,
-                            const ValueObserver *observer) {
-    using Clock = std::chrono::steady_clock;
-    auto us_since = [](Clock::time_point t) {
-        return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count());
-    };
-    stats = RunStats();
-    auto run_start = Clock::now();
-    std::vector<Tensor> live(graph.values().size());
-    // A value's copy in the other layout, made once for the consumers that need it (layout plan).
-    std::vector<Tensor> other(graph.values().size());
-    const Node *current = nullptr; // the op being run, for out-of-memory messages
-    auto in_layout = [&](int v, bool nhwc) -> const Tensor & {
-        const Tensor &t = live[static_cast<size_t>(v)];
-        if ((t.layout() == Layout::NHWC) == nhwc) return t;
-        Tensor &o = other[static_cast<size_t>(v)];
-        if (o.empty())
-            o = naming_oom(current, "layout copy of '", graph.values()[static_cast<size_t>(v)].name + "': ",
-                           [&] { return convert_layout(t, nhwc, alloc, pool, stats.layout_transposes); });
-        return o;
-    };
-    for (size_t i = 0; i < graph.inputs().size(); ++i) live[static_cast<size_t>(graph.inputs()[i])] = inputs.at(i);
-    if (observer)
-        for (size_t i = 0; i < graph.inputs().size(); ++i) (*observer)(graph.inputs()[i], inputs.at(i));
+// What one op gets: pointers into the run's live values, or into the tensors below, which live as long as
+// the op runs (reserved up front, so the pointers stay valid).
+struct Executor::NodeInputs {
+    std::vector<const Tensor *> ptrs;
+    std::vector<Tensor> weights;                          // fetched weights and shape-only streamed ones
+    std::vector<Tensor> views;                            // reshaped, relaid or padded copies of values
+    std::vector<bool> is_weight;
+    std::vector<std::unique_ptr<ProviderRows>> streamed; // per input: rows read on demand
+};
 
-    const auto &nodes = graph.nodes();
+const Tensor &Executor::in_layout(int v, bool nhwc) {
+    const Tensor &t = live_[static_cast<size_t>(v)];
+    if ((t.layout() == Layout::NHWC) == nhwc) return t;
+    Tensor &o = other_[static_cast<size_t>(v)];
+    if (o.empty())
+        o = naming_oom(current_, "layout copy of '", graph_.values()[static_cast<size_t>(v)].name + "': ",
+                       [&] { return convert_layout(t, nhwc, alloc_, pool_, stats_->layout_transposes); });
+    return o;
+}
+
+Tensor Executor::fetch_weight(const Node &node, const WeightSpec &spec) {
+    Stopwatch watch;
+    Tensor w = naming_oom(&node, "weight '", spec.file + "': ", [&] { return provider_.fetch(spec, alloc_); });
+    stats_->weight_wait_us += watch.elapsed_us();
+    return w;
+}
+
+void Executor::gather_inputs(const Node &node, NodeInputs &in) {
+    const NodeLayout *layout = plan_.layouts.empty() ? nullptr : &plan_.layouts[static_cast<size_t>(node.index)];
+    const bool follow = layout && layout->follow;
+    const size_t count = node.inputs.size();
+    in.views.reserve(2 * count); // a relaid view and its padded copy at most, per input
+    in.weights.reserve(count);
+    in.streamed.resize(count);
+    in.is_weight.assign(count, false);
+    // XNNPACK reads past the end of its inputs: a tensor without that slack (a zero-copy weight or graph
+    // input, or a view of one) gets a padded copy, unless the op reads that weight input exactly.
+    auto padded = [&](const Tensor *t, bool exact, const std::string &what) -> const Tensor * {
+        if (t->empty() || t->storage()->padded() || exact) return t;
+        in.views.push_back(naming_oom(&node, "padded copy of ", what, [&] { return padded_copy(*t, alloc_); }));
+        return &in.views.back();
+    };
+    for (size_t k = 0; k < count; ++k) {
+        const NodeInput &ni = node.inputs[k];
+        if (ni.kind == NodeInput::Value) {
+            const Tensor &t = live_[static_cast<size_t>(ni.value)];
+            const std::string &name = graph_.values()[static_cast<size_t>(ni.value)].name;
+            if (t.empty()) fail(ONNXSTREAM_ERR_INTERNAL, node.where, ": input '", name, "' is not available");
+            const Tensor *p = &t;
+            if (follow && layout->in_nhwc[k]) {
+                const Tensor &src = in_layout(ni.value, true);
+                in.views.push_back(src.reshaped({src.dim(0), src.dim(2), src.dim(3), src.dim(1)}));
+                in.views.back().set_layout(Layout::Plain);
+                p = &in.views.back();
+            } else if (k == 0 && node.def->nhwc == NhwcIo::Native) {
+                p = &t;
+            } else if (k == 0 && node.def->nhwc == NhwcIo::Same) {
+                p = &in_layout(ni.value, layout && layout->out_nhwc[0]);
+            } else if (t.layout() == Layout::NHWC) {
+                p = &in_layout(ni.value, false);
+            } else if (follow && !layout->in_shape[k].empty()) {
+                in.views.push_back(t.reshaped(layout->in_shape[k]));
+                p = &in.views.back();
+            }
+            in.ptrs.push_back(padded(p, false, "'" + name + "': "));
+        } else if (ni.kind == NodeInput::Weight && streams(node, k, options_)) {
+            // Shape and layout only: the op reads the rows it needs through RunContext.
+            Tensor info(ni.weight.dtype, ni.weight.shape, nullptr);
+            info.set_quant(ni.weight.quant);
+            info.set_layout(ni.weight.wanted);
+            in.weights.push_back(std::move(info));
+            in.ptrs.push_back(&in.weights.back());
+            in.is_weight[k] = true;
+            in.streamed[k] = std::make_unique<ProviderRows>(provider_, ni.weight, alloc_);
+        } else if (ni.kind == NodeInput::Weight) {
+            Tensor w = fetch_weight(node, ni.weight);
+            if (!w.storage()->padded() && !node.def->reads_weight_exactly(k)) {
+                w = naming_oom(&node, "padded copy of weight '", ni.weight.file + "': ",
+                               [&] { return padded_copy(w, alloc_); });
+                stats_->weight_bytes_copied += w.byte_size();
+            }
+            if (follow && !layout->in_shape[k].empty()) w = w.reshaped(layout->in_shape[k]);
+            in.weights.push_back(std::move(w));
+            in.ptrs.push_back(&in.weights.back());
+            in.is_weight[k] = true;
+        } else {
+            in.ptrs.push_back(nullptr);
+        }
+    }
+}
+
+void Executor::store_outputs(const Node &node, RunContext &ctx, const std::vector<TensorInfo> &out_infos, bool follow) {
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+        Tensor &out = ctx.output(k);
+        const Value &v = graph_.values()[static_cast<size_t>(node.outputs[k])];
+        if (out.empty()) fail(ONNXSTREAM_ERR_INTERNAL, node.where, ": output '", v.name, "' was not produced");
+        if (out.dtype() != out_infos[k].dtype || out.shape() != out_infos[k].shape)
+            fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": output '", v.name, "' came out as ", dtype_name(out.dtype()),
+                 " ", shape_str(out.shape()), " but the plan expects ", dtype_name(out_infos[k].dtype), " ",
+                 shape_str(out_infos[k].shape), " (a data-dependent shape differs from model.txt's declaration)");
+        if (follow) {
+            const Shape &logical = plan_.node_outputs[static_cast<size_t>(node.index)][k].shape;
+            out = out.reshaped(logical);
+            out.set_layout(Layout::NHWC);
+        }
+        live_[static_cast<size_t>(node.outputs[k])] = std::move(out);
+        if (observer_) (*observer_)(node.outputs[k], live_[static_cast<size_t>(node.outputs[k])]);
+    }
+}
+
+void Executor::run_node(const Node &node) {
+    current_ = &node;
+    const NodeLayout *layout = plan_.layouts.empty() ? nullptr : &plan_.layouts[static_cast<size_t>(node.index)];
+    const bool follow = layout && layout->follow;
+    NodeInputs in;
+    gather_inputs(node, in);
+    const auto &out_infos = follow ? layout->out_infos : plan_.node_outputs[static_cast<size_t>(node.index)];
+    std::shared_ptr<void> *state = node_state_ ? &node_state_->at(static_cast<size_t>(node.index)) : nullptr;
+    Attributes remapped = layout && layout->attrs ? Attributes(layout->attrs.get(), node.where) : node.attrs;
+    NodeView view{node.line->name, node.line->type, node.where, remapped};
+    std::vector<bool> reusable = reusable_inputs(graph_, plan_, node, in.ptrs, in.views);
+    RunContext ctx(view, std::move(in.ptrs), out_infos, alloc_, pool_, in.is_weight, state, &options_);
+    if (options_.node_ranges) ctx.set_activation_ranges(&options_.node_ranges->at(static_cast<size_t>(node.index)));
+    if (!reusable.empty()) ctx.set_reusable_inputs(std::move(reusable));
+    ctx.set_transpose_counter(&stats_->layout_transposes);
+    ctx.set_fp16_counters(&stats_->fp16_ops, &stats_->fp16_fallbacks);
+    ctx.set_weight_copy_counter(&stats_->weight_bytes_copied);
+    ctx.set_weight_preparation(node.def, prepare_weight);
+    if (layout && node.def->nhwc != NhwcIo::None) ctx.set_output_nhwc(layout->out_nhwc);
+    for (size_t k = 0; k < in.streamed.size(); ++k)
+        if (in.streamed[k]) ctx.set_streamed(k, in.streamed[k].get());
+    naming_oom(&node, "", "", [&] { node.def->run(ctx); });
+    in.weights.clear(); // weights are dropped as soon as their op has run
+    store_outputs(node, ctx, out_infos, follow);
+    for (int v : plan_.free_after[static_cast<size_t>(node.index)]) {
+        live_[static_cast<size_t>(v)] = Tensor();
+        other_[static_cast<size_t>(v)] = Tensor();
+    }
+}
+
+std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, const ProgressFn &progress, RunStats &stats,
+                                  const ValueObserver *observer) {
+    stats = RunStats();
+    stats_ = &stats;
+    observer_ = observer;
+    Stopwatch run_watch;
+    live_.assign(graph_.values().size(), Tensor());
+    other_.assign(graph_.values().size(), Tensor());
+    // Whatever happens, the run's tensors are released when run() returns or throws.
+    struct Release {
+        Executor &e;
+        ~Release() {
+            e.live_.clear();
+            e.other_.clear();
+            e.current_ = nullptr;
+            e.stats_ = nullptr;
+            e.observer_ = nullptr;
+        }
+    } release{*this};
+    for (size_t i = 0; i < graph_.inputs().size(); ++i) live_[static_cast<size_t>(graph_.inputs()[i])] = inputs.at(i);
+    if (observer)
+        for (size_t i = 0; i < graph_.inputs().size(); ++i) (*observer)(graph_.inputs()[i], inputs.at(i));
+
+    const auto &nodes = graph_.nodes();
     // Streamed weights are read by their ops in chunks, never fetched whole: keep them out of read-ahead.
     std::vector<WeightSpec> fetch_order;
-    fetch_order.reserve(plan.fetch_order.size());
+    fetch_order.reserve(plan_.fetch_order.size());
     for (const Node &node : nodes)
         for (size_t k = 0; k < node.inputs.size(); ++k)
-            if (node.inputs[k].kind == NodeInput::Weight && !streams(node, k, options))
+            if (node.inputs[k].kind == NodeInput::Weight && !streams(node, k, options_))
                 fetch_order.push_back(node.inputs[k].weight);
-    RunScope scope(provider, fetch_order, alloc);
+    RunScope scope(provider_, fetch_order, alloc_);
     for (const Node &node : nodes) {
-        current = &node;
-        auto start = Clock::now();
-        std::vector<Tensor> weights; // alive for the duration of this op only
-        std::vector<Tensor> views;   // inputs as a layout-independent op sees them (NodeLayout::follow)
-        std::vector<const Tensor *> in_ptrs;
-        const NodeLayout *layout = plan.layouts.empty() ? nullptr : &plan.layouts[static_cast<size_t>(node.index)];
-        const bool follow = layout && layout->follow;
-        views.reserve(node.inputs.size());
-        std::vector<bool> is_weight;
-        std::vector<std::unique_ptr<ProviderRows>> streamed(node.inputs.size());
-        weights.reserve(node.inputs.size());
-        for (size_t k = 0; k < node.inputs.size(); ++k) {
-            const NodeInput &in = node.inputs[k];
-            if (in.kind == NodeInput::Value) {
-                const Tensor &t = live[static_cast<size_t>(in.value)];
-                if (t.empty())
-                    fail(ONNXSTREAM_ERR_INTERNAL, node.where, ": input '", graph.values()[static_cast<size_t>(in.value)].name,
-                         "' is not available");
-                if (follow && layout->in_nhwc[k]) {
-                    const Tensor &src = in_layout(in.value, true);
-                    views.push_back(src.reshaped({src.dim(0), src.dim(2), src.dim(3), src.dim(1)}));
-                    views.back().set_layout(Layout::Plain);
-                    in_ptrs.push_back(&views.back());
-                } else if (k == 0 && node.def->nhwc == NhwcIo::Native) {
-                    in_ptrs.push_back(&t);
-                } else if (k == 0 && node.def->nhwc == NhwcIo::Same) {
-                    in_ptrs.push_back(&in_layout(in.value, layout && layout->out_nhwc[0]));
-                } else if (t.layout() == Layout::NHWC) {
-                    in_ptrs.push_back(&in_layout(in.value, false));
-                } else if (follow && !layout->in_shape[k].empty()) {
-                    views.push_back(t.reshaped(layout->in_shape[k]));
-                    in_ptrs.push_back(&views.back());
-                } else {
-                    in_ptrs.push_back(&t);
-                }
-            } else if (in.kind == NodeInput::Weight && streams(node, k, options)) {
-                // Shape and layout only: the op reads the rows it needs through RunContext.
-                Tensor info(in.weight.dtype, in.weight.shape, nullptr);
-                info.set_quant(in.weight.quant);
-                info.set_layout(in.weight.wanted);
-                weights.push_back(std::move(info));
-                in_ptrs.push_back(&weights.back());
-                is_weight.resize(in_ptrs.size(), false);
-                is_weight.back() = true;
-                streamed[k] = std::make_unique<ProviderRows>(provider, in.weight, alloc);
-            } else if (in.kind == NodeInput::Weight) {
-                auto fetch_start = Clock::now();
-                const std::string about = in.weight.file + "': ";
-                Tensor w = naming_oom(&node, "weight '", about, [&] { return provider.fetch(in.weight, alloc); });
-                stats.weight_wait_us += us_since(fetch_start);
-                if (!w.storage()->padded() && !node.def->reads_weights_exactly)
-                    w = naming_oom(&node, "padded copy of weight '", about, [&] { return padded_copy(w, alloc); });
-                if (follow && !layout->in_shape[k].empty()) w = w.reshaped(layout->in_shape[k]);
-                weights.push_back(std::move(w));
-                in_ptrs.push_back(&weights.back());
-                is_weight.resize(in_ptrs.size(), false);
-                is_weight.back() = true;
-            } else {
-                in_ptrs.push_back(nullptr);
-            }
-        }
-        const auto &out_infos = follow ? layout->out_infos : plan.node_outputs[static_cast<size_t>(node.index)];
-        std::shared_ptr<void> *state = node_state ? &node_state->at(static_cast<size_t>(node.index)) : nullptr;
-        RunOptions node_options = options;
-        if (options.node_ranges) node_options.activation_ranges = &options.node_ranges->at(static_cast<size_t>(node.index));
-        Attributes remapped = layout && layout->attrs ? Attributes(layout->attrs.get(), node.where) : node.attrs;
-        NodeView view{node.line->name, node.line->type, node.where, remapped};
-        std::vector<bool> reusable = reusable_inputs(graph, plan, node, in_ptrs, views);
-        RunContext ctx(view, std::move(in_ptrs), out_infos, alloc, pool, std::move(is_weight), state, &node_options);
-        if (!reusable.empty()) ctx.set_reusable_inputs(std::move(reusable));
-        ctx.set_transpose_counter(&stats.layout_transposes);
-        ctx.set_fp16_counters(&stats.fp16_ops, &stats.fp16_fallbacks);
-        if (layout && node.def->nhwc != NhwcIo::None) ctx.set_output_nhwc(layout->out_nhwc);
-        for (size_t k = 0; k < streamed.size(); ++k)
-            if (streamed[k]) ctx.set_streamed(k, streamed[k].get());
-        naming_oom(&node, "", "", [&] { node.def->run(ctx); });
-        weights.clear();
-
-        for (size_t k = 0; k < node.outputs.size(); ++k) {
-            Tensor &out = ctx.output(k);
-            const Value &v = graph.values()[static_cast<size_t>(node.outputs[k])];
-            if (out.empty()) fail(ONNXSTREAM_ERR_INTERNAL, node.where, ": output '", v.name, "' was not produced");
-            if (out.dtype() != out_infos[k].dtype || out.shape() != out_infos[k].shape)
-                fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": output '", v.name, "' came out as ",
-                     dtype_name(out.dtype()), " ", shape_str(out.shape()), " but the plan expects ",
-                     dtype_name(out_infos[k].dtype), " ", shape_str(out_infos[k].shape),
-                     " (a data-dependent shape differs from model.txt's declaration)");
-            if (follow) {
-                const Shape &logical = plan.node_outputs[static_cast<size_t>(node.index)][k].shape;
-                out = out.reshaped(logical);
-                out.set_layout(Layout::NHWC);
-            }
-            live[static_cast<size_t>(node.outputs[k])] = std::move(out);
-            if (observer) (*observer)(node.outputs[k], live[static_cast<size_t>(node.outputs[k])]);
-        }
-        for (int v : plan.free_after[static_cast<size_t>(node.index)]) {
-            live[static_cast<size_t>(v)] = Tensor();
-            other[static_cast<size_t>(v)] = Tensor();
-        }
-
+        Stopwatch node_watch;
+        run_node(node);
         if (progress) {
-            OpProgress p{static_cast<size_t>(node.index), nodes.size(), node.line, us_since(start),
-                         alloc.current_bytes(), alloc.peak_bytes()};
+            OpProgress p{static_cast<size_t>(node.index), nodes.size(), node.line, node_watch.elapsed_us(),
+                         alloc_.current_bytes(), alloc_.peak_bytes()};
             if (progress(p))
                 fail(ONNXSTREAM_ERR_CANCELLED, "run cancelled by the progress callback after ", node.where);
         }
     }
-    current = nullptr;
-    stats.run_us = us_since(run_start);
+    current_ = nullptr;
+    stats.run_us = run_watch.elapsed_us();
     std::vector<Tensor> outputs;
     // Users always get NCHW (the plan never leaves an output NHWC; this keeps it so whatever an op did).
-    for (int v : graph.outputs()) outputs.push_back(in_layout(v, false));
+    for (int v : graph_.outputs()) outputs.push_back(in_layout(v, false));
     return outputs;
 }
 

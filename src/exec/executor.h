@@ -25,6 +25,9 @@ struct RunStats {
     uint64_t layout_transposes = 0;
     // Ops computed in float16 arithmetic; ops that asked for it but fell back to float32 (no f16 kernels).
     uint64_t fp16_ops = 0, fp16_fallbacks = 0;
+    // Bytes written on the weight path by the executor (padded copies) and by ops (conversions and
+    // transposes of weights for their kernels); the provider's own copies are counted by the provider.
+    uint64_t weight_bytes_copied = 0;
 };
 
 // Return true to cancel the run.
@@ -32,14 +35,45 @@ using ProgressFn = std::function<bool(const OpProgress &)>;
 // Sees every graph input at the start and every op output right after its op ran (value index, tensor).
 using ValueObserver = std::function<void(int, const Tensor &)>;
 
-// node_state: when given (one slot per node, kept by the caller between runs), ops may keep prepared
-// kernels there; see RunContext::state.
-// inputs: one tensor per graph input (graph.inputs() order). Returns one tensor per graph output
-// (graph.outputs() order). Throws Error; all intermediates are released on any exit.
-std::vector<Tensor> execute(const Graph &graph, const Plan &plan, const std::vector<Tensor> &inputs,
-                            WeightsProvider &provider, const Allocator &alloc, pthreadpool_t pool,
-                            const ProgressFn &progress, RunStats &stats,
-                            std::vector<std::shared_ptr<void>> *node_state = nullptr,
-                            const RunOptions &options = RunOptions(), const ValueObserver *observer = nullptr);
+// Runs one planned graph; everything it uses is the caller's and must outlive it. It owns the
+// contract between ops and their inputs: each op sees its weights (fetched, or streamed in row chunks),
+// its inputs in the layout the plan gives them, and every input readable kTensorPadding bytes past its
+// end (tensor/allocator.h), except the weight inputs it declares it reads exactly.
+class Executor {
+public:
+    // node_state: when given (one slot per node, kept by the caller between runs), ops may keep prepared
+    // kernels there; see RunContext::state.
+    Executor(const Graph &graph, const Plan &plan, WeightsProvider &provider, const Allocator &alloc,
+             pthreadpool_t pool, const RunOptions &options, std::vector<std::shared_ptr<void>> *node_state = nullptr)
+        : graph_(graph), plan_(plan), provider_(provider), alloc_(alloc), pool_(pool), options_(options),
+          node_state_(node_state) {}
+
+    // inputs: one tensor per graph input (graph.inputs() order). Returns one tensor per graph output
+    // (graph.outputs() order), NCHW. Throws Error; all intermediates are released on any exit.
+    std::vector<Tensor> run(const std::vector<Tensor> &inputs, const ProgressFn &progress, RunStats &stats,
+                            const ValueObserver *observer = nullptr);
+
+private:
+    struct NodeInputs;
+    void run_node(const Node &node);
+    void gather_inputs(const Node &node, NodeInputs &in);
+    Tensor fetch_weight(const Node &node, const WeightSpec &spec);
+    void store_outputs(const Node &node, RunContext &ctx, const std::vector<TensorInfo> &out_infos, bool follow);
+    // Value v in the given layout (a copy made once per run for the consumers that need the other one).
+    const Tensor &in_layout(int v, bool nhwc);
+
+    const Graph &graph_;
+    const Plan &plan_;
+    WeightsProvider &provider_;
+    const Allocator &alloc_;
+    pthreadpool_t pool_;
+    const RunOptions &options_;
+    std::vector<std::shared_ptr<void>> *node_state_;
+    // Per run.
+    std::vector<Tensor> live_, other_;
+    RunStats *stats_ = nullptr;
+    const ValueObserver *observer_ = nullptr;
+    const Node *current_ = nullptr; // the op being run, for out-of-memory messages
+};
 
 } // namespace onnxstream

@@ -13,6 +13,7 @@
 #include "util/error.h"
 #include "util/strings.h"
 #include "weights/weight_cache.h"
+#include "weights/weight_files.h"
 #include "xnnpack/init.h"
 
 namespace onnxstream {
@@ -70,7 +71,7 @@ void Model::load_file(const std::string &path) {
 void Model::load_string(const std::string &text, const std::string &weights_dir, const std::string &source) {
     if (graph_) fail(ONNXSTREAM_ERR_BAD_STATE, "a model is already loaded in this handle; create a new one");
     auto graph = std::make_unique<Graph>(parse_model_txt(text, source), source);
-    graph->load_quant_scales(weights_dir); // per-channel int8 weights' scale files (small; read once)
+    load_quant_scales(*graph, weights_dir); // per-channel int8 weights' scale files (small; read once)
     if (!custom_provider_) {
         for (const Node &node : graph->nodes())
             for (const NodeInput &in : node.inputs) {
@@ -203,15 +204,16 @@ void Model::run(const ProgressFn &progress) {
     set_mapping_cache_budget(options_.mapping_cache_bytes);
     outputs_.clear();
     const Plan &plan = plan_for_inputs();
-    uint64_t bytes0 = provider_->bytes_read(), us0 = provider_->read_us();
+    uint64_t bytes0 = provider_->bytes_read(), us0 = provider_->read_us(), copied0 = provider_->bytes_copied();
     LastRun stats;
     if (keep_prepared_) node_state_.resize(graph_->nodes().size());
     ValueObserver observer;
     if (calibrate_) observer = [this](int value, const Tensor &t) { recorder_->observe(value, t); };
-    outputs_ = execute(*graph_, plan, inputs_, *provider_, alloc_, pool_.get(), progress, stats.exec,
-                       keep_prepared_ ? &node_state_ : nullptr, options_.run, calibrate_ ? &observer : nullptr);
+    Executor executor(*graph_, plan, *provider_, alloc_, pool_.get(), options_.run, keep_prepared_ ? &node_state_ : nullptr);
+    outputs_ = executor.run(inputs_, progress, stats.exec, calibrate_ ? &observer : nullptr);
     stats.bytes_read = provider_->bytes_read() - bytes0;
     stats.read_us = provider_->read_us() - us0;
+    stats.weight_bytes_copied = stats.exec.weight_bytes_copied + (provider_->bytes_copied() - copied0);
     last_run_ = stats;
     if (stats.exec.fp16_fallbacks > 0 && !fp16_fallback_logged_) {
         fp16_fallback_logged_ = true;

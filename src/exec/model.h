@@ -77,6 +77,8 @@ public:
     struct LastRun {
         RunStats exec;
         uint64_t bytes_read = 0, read_us = 0; // by the provider during the run (any thread)
+        uint64_t weight_bytes_copied = 0;     // the executor's, the ops' and the provider's
+
     };
     const LastRun &last_run() const { return last_run_; }
     size_t threads() const { return pool_.threads(); }

@@ -1,10 +1,8 @@
 #include "graph/graph.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 
@@ -139,44 +137,11 @@ int Graph::find_value(const std::string &name) const {
     return it == by_name_.end() ? -1 : it->second;
 }
 
-void Graph::load_quant_scales(const std::string &folder) {
-    std::unordered_map<std::string, std::shared_ptr<const std::vector<float>>> loaded;
-    for (Node &node : nodes_)
-        for (size_t k = 0; k < node.inputs.size(); ++k) {
-            NodeInput &in = node.inputs[k];
-            if (in.kind != NodeInput::Weight || !in.weight.quant.per_channel()) continue;
-            const TensorRef &ref = node.line->inputs[k];
-            const size_t channels = static_cast<size_t>(ref.shape[static_cast<size_t>(ref.quant.axis)]);
-            auto &scales = loaded[ref.scales_file];
-            if (!scales) {
-                if (folder.empty())
-                    fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, node.where, ": needs scales file ", ref.scales_file,
-                         " of weight ", ref.name, " but no weights folder was given");
-                const std::string path = path_inside_folder(folder, ref.scales_file, "scales file");
-                std::ifstream f(path, std::ios::binary | std::ios::ate);
-                if (!f)
-                    fail(ONNXSTREAM_ERR_IO, node.where, ": cannot open scales file ", path, " of weight ", ref.name,
-                         ": ", std::strerror(errno));
-                const auto size = static_cast<uint64_t>(f.tellg());
-                if (size != channels * sizeof(float))
-                    fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": scales file ", path, " has ", size,
-                         " bytes but weight ", ref.name, " ", shape_str(ref.shape), " needs ", channels,
-                         " float32 scales along axis ", ref.quant.axis, " (", channels * sizeof(float), " bytes)");
-                auto values = std::make_shared<std::vector<float>>(channels);
-                f.seekg(0);
-                if (channels && !f.read(reinterpret_cast<char *>(values->data()), static_cast<std::streamsize>(size)))
-                    fail(ONNXSTREAM_ERR_IO, node.where, ": cannot read scales file ", path);
-                for (size_t c = 0; c < channels; ++c)
-                    if (!((*values)[c] > 0) || !std::isfinite((*values)[c]))
-                        fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": scales file ", path, ": scale ", c, " is ",
-                             (*values)[c], " (expected positive and finite)");
-                scales = std::move(values);
-            } else if (scales->size() != channels) {
-                fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": scales file ", ref.scales_file, " holds ",
-                     scales->size(), " scales but weight ", ref.name, " needs ", channels);
-            }
-            in.weight.quant.channel_scales = scales;
-        }
+void Graph::set_channel_scales(size_t node, size_t input, std::shared_ptr<const std::vector<float>> scales) {
+    NodeInput &in = nodes_.at(node).inputs.at(input);
+    if (in.kind != NodeInput::Weight || !in.weight.quant.per_channel())
+        fail(ONNXSTREAM_ERR_INTERNAL, nodes_[node].where, ": input ", input, " is not a per-channel weight");
+    in.weight.quant.channel_scales = std::move(scales);
 }
 
 void Graph::add_output(int value) {

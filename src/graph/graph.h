@@ -18,7 +18,9 @@ struct WeightSpec {
     DType dtype = DType::F32;
     Shape shape;
     QuantParams quant;
-    Layout wanted = Layout::Plain; // OHWI when the op can use OnnxStream's "_nhwc.bin" twin
+    // OHWI: the op prepares this kernel itself (RunContext::kernel_weight), so providers serve it in the
+    // layout they hold, OnnxStream's "_nhwc.bin" twin when there is one. Plain: providers serve Plain.
+    Layout wanted = Layout::Plain;
     // Throws when the weight cannot be held by this process (a model.txt shape is untrusted).
     size_t byte_size() const { return checked::size_bytes(shape, dtype_size(dtype), "weight " + file); }
 };
@@ -67,11 +69,8 @@ public:
     int find_value(const std::string &name) const;
     // Mark a consumed tensor as an output too (kept after its last use).
     void add_output(int value);
-    // Read the scales files of per-channel weights (int8[@scales.bin,axis]) from `folder` into the weight
-    // specs, each file once. Call once at load, before planning. Throws IO naming a missing or unreadable
-    // file, INVALID_MODEL when a file's size is not channels x 4 bytes or a scale is not positive and finite,
-    // INVALID_ARGUMENT when a per-channel weight exists and `folder` is empty.
-    void load_quant_scales(const std::string &folder);
+    // Attach the per-channel scales of a per-channel weight input (weights/weight_files.h reads them).
+    void set_channel_scales(size_t node, size_t input, std::shared_ptr<const std::vector<float>> scales);
 
 private:
     ModelText text_;

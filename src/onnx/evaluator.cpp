@@ -11,6 +11,7 @@
 #include "ops/registry.h"
 #include "util/checked.h"
 #include "util/error.h"
+#include "weights/prepare.h"
 #include "weights/weight_files.h"
 #include "xnnpack/init.h"
 
@@ -25,7 +26,7 @@ public:
     Tensor fetch(const WeightSpec &spec, const Allocator &alloc) override {
         auto it = tensors.find(spec.file);
         if (it == tensors.end()) fail(ONNXSTREAM_ERR_INTERNAL, "constant folding: no tensor ", spec.file);
-        return adapt_weight_layout(it->second, spec, alloc);
+        return serve_layout(it->second, spec, alloc, nullptr);
     }
 };
 
@@ -117,8 +118,9 @@ ConstantEvaluator::Result ConstantEvaluator::evaluate(const Node &node, const st
         for (const NodeInput &in : gn.inputs)
             if (in.kind == NodeInput::Weight) plan.fetch_order.push_back(in.weight);
         RunStats stats;
+        const RunOptions options;
         std::vector<Tensor> results =
-            execute(graph, plan, {}, provider, state_->alloc, state_->pool.get(), ProgressFn(), stats);
+            Executor(graph, plan, provider, state_->alloc, state_->pool.get(), options).run({}, ProgressFn(), stats);
         outputs.clear();
         for (const Tensor &t : results) {
             std::string bytes(static_cast<const char *>(t.raw()), t.byte_size());

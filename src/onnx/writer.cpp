@@ -506,7 +506,7 @@ WriteSummary write_model(const IrGraph &g, const std::string &out_dir_arg, const
     // never left behind.
     try {
         Graph graph(parse_model_txt(model_txt, "model.txt"), "model.txt");
-        graph.load_quant_scales(tmp.path);
+        load_quant_scales(graph, tmp.path);
         std::unordered_map<std::string, const ValueType *> input_types;
         for (const auto &name : g.inputs) input_types[escape_name(name)] = g.type_of(name);
         std::vector<TensorInfo> infos;

@@ -4,6 +4,7 @@
 // tensors are computed in float32, or for Conv in float16 when the model's arithmetic is FP16.
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -138,7 +139,7 @@ const float *input_nhwc(const RunContext &ctx, const Tensor &x, size_t n, size_t
     const float *src = as_f32(ctx, x, f32_holder);
     // Channels-last already (the layout plan), or a layout where both orders are the same bytes.
     const bool same_order = c == 1 || hw == 1 || x.layout() == Layout::NHWC;
-    if (same_order && (!f32_holder.empty() || x.storage()->padded())) {
+    if (same_order) {
         holder = f32_holder;
         return src;
     }
@@ -183,8 +184,10 @@ struct ConvState {
     std::shared_ptr<xnn::Conv2dF16Operator> op16; // float16 arithmetic
 };
 
+// `kernel` gives the OHWI float32 kernel; it is only asked for when an operator is created, so a kept one
+// costs no conversion of its weight.
 std::shared_ptr<xnn::Conv2dOperator> conv_operator(const RunContext &ctx, const xnn::Conv2dShape &s, const Tensor &w,
-                                   const float *kernel, const float *bias) {
+                                                   const std::function<Tensor()> &kernel, const float *bias) {
     const bool bias_ok = !ctx.has_input(2) || ctx.input_is_weight(2);
     const void *bias_storage = ctx.has_input(2) ? ctx.input(2).raw() : nullptr;
     std::shared_ptr<void> *slot = ctx.state();
@@ -194,12 +197,12 @@ std::shared_ptr<xnn::Conv2dOperator> conv_operator(const RunContext &ctx, const 
             state = std::make_shared<ConvState>();
             state->kernel_storage = w.raw();
             state->bias_storage = bias_storage;
-            state->op = std::make_shared<xnn::Conv2dOperator>(s, kernel, bias);
+            state->op = std::make_shared<xnn::Conv2dOperator>(s, kernel().data<float>(), bias);
             *slot = state;
         }
         return state->op;
     }
-    return std::make_shared<xnn::Conv2dOperator>(s, kernel, bias);
+    return std::make_shared<xnn::Conv2dOperator>(s, kernel().data<float>(), bias);
 }
 
 // float16 arithmetic (RunOptions::fp16_arithmetic) for a float16 input: activations stay float16 through
@@ -208,22 +211,16 @@ std::shared_ptr<xnn::Conv2dOperator> conv_operator(const RunContext &ctx, const 
 // XNN_FLAG_FP32_STATIC_WEIGHTS. Streamed weights run chunk by chunk like the float32 path. Returns false
 // with nothing written when the op must compute in float32: 8-bit weights, or no f16 kernels on this CPU
 // (counted as a fallback; the model logs it once).
-bool conv_run_f16(RunContext &ctx, const xnn::Conv2dShape &s, size_t m, size_t out_hw, size_t ksize, Tensor &y) {
+bool conv_run_f16(RunContext &ctx, const xnn::Conv2dShape &s, size_t m, size_t out_hw, Tensor &y) {
     const Tensor &x = ctx.input(0), &w = ctx.input(1);
     if (w.dtype() != DType::F16 && w.dtype() != DType::F32) return false;
     const bool w32 = w.dtype() == DType::F32;
     const DType wd = w.dtype();
     const size_t esize = w32 ? sizeof(float) : sizeof(uint16_t);
     const size_t n = s.batch, c = s.groups * s.group_in, in_hw = s.in_h * s.in_w;
-    // Kernel rows in OHWI, in the weight's dtype.
-    auto ohwi = [&](const Tensor &rows, Tensor &holder) -> const void * {
-        if (rows.layout() == Layout::OHWI || s.group_in == 1 || ksize == 1) return rows.raw();
-        holder = ctx.scratch(wd, rows.shape());
-        const size_t o = static_cast<size_t>(rows.dim(0));
-        if (w32)
-            transpose_batched(rows.data<float>(), holder.data<float>(), o, s.group_in, ksize, ctx.pool());
-        else
-            transpose_batched_u16(rows.data<uint16_t>(), holder.data<uint16_t>(), o, s.group_in, ksize, ctx.pool());
+    // Kernel rows (starting at first_row) in OHWI, in the weight's dtype.
+    auto ohwi = [&](const Tensor &rows, int64_t first_row, Tensor &holder) -> const void * {
+        holder = ctx.kernel_weight(1, rows, first_row, wd);
         return holder.raw();
     };
     // XNNPACK takes kernel and bias in one dtype: a bias of the other one is converted (it is small).
@@ -255,7 +252,7 @@ bool conv_run_f16(RunContext &ctx, const xnn::Conv2dShape &s, size_t m, size_t o
             whole = state->op16;
         } else {
             Tensor k_holder;
-            whole = xnn::Conv2dF16Operator::create(s, ohwi(w, k_holder), bias, w32);
+            whole = xnn::Conv2dF16Operator::create(s, ohwi(w, 0, k_holder), bias, w32);
             if (whole && keep) {
                 state = std::make_shared<ConvState>();
                 state->kernel_storage = w.raw();
@@ -275,7 +272,7 @@ bool conv_run_f16(RunContext &ctx, const xnn::Conv2dShape &s, size_t m, size_t o
             xnn::Conv2dShape part = s;
             part.group_out = static_cast<size_t>(o1 - o0) / s.groups;
             part.output_pixel_stride = m;
-            auto op = xnn::Conv2dF16Operator::create(part, ohwi(chunk, k_holder),
+            auto op = xnn::Conv2dF16Operator::create(part, ohwi(chunk, o0, k_holder),
                                                      bias ? bias_bytes + static_cast<size_t>(o0) * esize : nullptr, w32);
             if (!op) return false; // only the first chunk can get here: f16 support does not change mid-run
             op->run(n, s.in_h, s.in_w, in, out + o0, ctx.pool());
@@ -291,7 +288,7 @@ bool conv_run_f16(RunContext &ctx, const xnn::Conv2dShape &s, size_t m, size_t o
     Tensor in_holder, out_holder;
     const bool in_same = c == 1 || in_hw == 1 || x.layout() == Layout::NHWC;
     const uint16_t *in = x.data<uint16_t>();
-    if (!in_same || !x.storage()->padded()) {
+    if (!in_same) {
         in_holder = ctx.scratch(DType::F16, {static_cast<int64_t>(n * c * in_hw)});
         if (in_same) {
             std::memcpy(in_holder.raw(), x.raw(), x.byte_size());
@@ -357,7 +354,6 @@ void conv_run(RunContext &ctx) {
     const size_t in_h = two_d ? static_cast<size_t>(g.in[0]) : 1, in_w = static_cast<size_t>(g.in.back());
     const size_t out_hw = static_cast<size_t>(shape_numel(g.out));
     const size_t group_in = c / static_cast<size_t>(g.group);
-    const size_t ksize = static_cast<size_t>(shape_numel(g.kernel));
 
     xnn::Conv2dShape s;
     s.batch = n;
@@ -380,28 +376,17 @@ void conv_run(RunContext &ctx) {
     s.groups = u32(g.group);
     s.group_in = group_in;
     s.group_out = m / static_cast<size_t>(g.group);
-    if (ctx.options().fp16_arithmetic && x.dtype() == DType::F16 && conv_run_f16(ctx, s, m, out_hw, ksize, y)) return;
+    if (ctx.options().fp16_arithmetic && x.dtype() == DType::F16 && conv_run_f16(ctx, s, m, out_hw, y)) return;
 
     Tensor b_holder;
     const float *bias = ctx.has_input(2) ? as_f32(ctx, ctx.input(2), b_holder) : nullptr;
     Tensor in_holder, out_holder;
     const float *in = input_nhwc(ctx, x, n, c, in_h * in_w, in_holder);
     float *out = output_nhwc(ctx, y, m, out_hw, out_holder);
-    // Kernel rows (output channels) in OHWI float32. OnnxStream's "_nhwc.bin" weights arrive that way;
-    // run-time weights and 1-D kernels (OIW) are Plain and get transposed per output channel.
-    auto kernel_f32 = [&](const Tensor &rows, int64_t first_row, Tensor &f32_holder, Tensor &ohwi_holder) {
-        const float *kernel = weight_f32(ctx, rows, first_row, f32_holder);
-        if (rows.layout() != Layout::OHWI && group_in > 1 && ksize > 1) {
-            ohwi_holder = ctx.scratch(DType::F32, rows.shape());
-            transpose_batched(kernel, ohwi_holder.data<float>(), static_cast<size_t>(rows.dim(0)), group_in, ksize,
-                              ctx.pool());
-            kernel = ohwi_holder.data<float>();
-        }
-        return kernel;
-    };
+    // Kernel rows (output channels) in OHWI float32: OnnxStream's "_nhwc.bin" float32 weights arrive that
+    // way and are used as they are; the rest is converted and reordered in one pass.
     if (!ctx.is_streamed(1)) {
-        Tensor f32_holder, ohwi_holder;
-        const float *kernel = kernel_f32(w, 0, f32_holder, ohwi_holder);
+        auto kernel = [&] { return ctx.kernel_weight(1, w, 0); };
         conv_operator(ctx, s, w, kernel, bias)->run(n, in_h, in_w, in, out, ctx.pool());
     } else {
         // A weight too big to hold whole: output-channel chunks, each a convolution writing its slice of
@@ -409,8 +394,8 @@ void conv_run(RunContext &ctx) {
         const int64_t rows = g.group == 1 ? ctx.weight_chunk_rows(1) : static_cast<int64_t>(m);
         for (int64_t o0 = 0; o0 < static_cast<int64_t>(m); o0 += rows) {
             const int64_t o1 = std::min<int64_t>(static_cast<int64_t>(m), o0 + rows);
-            Tensor chunk = ctx.read_weight_rows(1, o0, o1), f32_holder, ohwi_holder;
-            const float *kernel = kernel_f32(chunk, o0, f32_holder, ohwi_holder);
+            const Tensor kernel_rows = ctx.kernel_weight(1, ctx.read_weight_rows(1, o0, o1), o0);
+            const float *kernel = kernel_rows.data<float>();
             xnn::Conv2dShape part = s;
             part.group_out = static_cast<size_t>(o1 - o0) / static_cast<size_t>(g.group);
             part.output_pixel_stride = m;
@@ -539,10 +524,10 @@ void deconv_run(RunContext &ctx) {
     }
     if (any_rows) {
         // [C_in = g*gi][go][k] -> [g][go][k][gi]
-        Tensor w_holder, k_holder;
-        const float *wsrc = as_f32(ctx, w, w_holder);
-        k_holder = ctx.scratch(DType::F32, w.shape());
-        transpose_batched(wsrc, k_holder.data<float>(), groups, group_in, group_out * ksize, ctx.pool());
+        const Tensor w32 = ctx.kernel_weight(1, w, 0);
+        Tensor k_holder = ctx.scratch(DType::F32, w.shape());
+        transpose_batched(w32.data<float>(), k_holder.data<float>(), groups, group_in, group_out * ksize, ctx.pool());
+        if (ctx.input_is_weight(1)) ctx.count_weight_copy(k_holder.byte_size());
 
         Tensor in_holder;
         const float *in = input_nhwc(ctx, x, n, c, in_h * in_w, in_holder);
@@ -589,10 +574,14 @@ void deconv_run(RunContext &ctx) {
 void register_conv_ops(Registry &r) {
     r.add("Conv", conv_infer, conv_run)
         .with_ohwi_weight_input(1)
-        .with_reads_weights_exactly()
+        .with_f32_weight_mask(0b110)
+        .with_reads_weights_exactly(0b110)
         .with_streamable_weight_input(1)
         .with_nhwc(NhwcIo::Native);
-    r.add("ConvTranspose", deconv_infer, deconv_run).with_reads_weights_exactly().with_nhwc(NhwcIo::Native);
+    r.add("ConvTranspose", deconv_infer, deconv_run)
+        .with_reads_weights_exactly(0b110)
+        .with_f32_weight_mask(0b110)
+        .with_nhwc(NhwcIo::Native);
 }
 
 } // namespace onnxstream

@@ -61,21 +61,16 @@ std::vector<TensorInfo> infer_geglu_ffn(const InferContext &ctx) {
     return {TensorInfo{x.dtype, y, {}}};
 }
 
-// A float32 copy of a (small) bias input, or nullptr when it is omitted.
+// The float32 values of a (small) bias input, or nullptr when it is omitted.
 const float *bias_f32(const RunContext &ctx, size_t i, Tensor &holder) {
     if (!ctx.has_input(i)) return nullptr;
-    const Tensor &b = ctx.input(i);
-    holder = ctx.scratch(DType::F32, b.shape());
-    if (b.dtype() == DType::F16)
-        half_to_float_n(b.data<uint16_t>(), holder.data<float>(), static_cast<size_t>(b.numel()));
-    else
-        std::copy(b.data<float>(), b.data<float>() + b.numel(), holder.data<float>());
+    holder = ctx.kernel_weight(i, ctx.input(i), 0);
     return holder.data<float>();
 }
 
 // Rows [r0, r1) of weight input wi as float32: read from the provider when the weight streams, else a
 // pointer into the whole weight's float32 rows (`whole`: the weight itself, or its float32 copy when it is
-// 8-bit), or a widened copy of its float16 rows.
+// 8-bit), or a widened copy of its float16 rows (a block at a time, never the whole weight in float32).
 struct RowBlock {
     Tensor chunk, converted;
     const float *data = nullptr;
@@ -87,17 +82,18 @@ RowBlock weight_rows(const RunContext &ctx, size_t wi, const float *whole, int64
     const int64_t cols = w.dim(1);
     if (ctx.is_streamed(wi)) {
         b.chunk = ctx.read_weight_rows(wi, r0, r1);
-        b.data = weight_f32(ctx, b.chunk, r0, b.converted);
+        b.converted = ctx.kernel_weight(wi, b.chunk, r0);
     } else if (whole) {
         b.data = whole + r0 * cols;
+        return b;
     } else {
-        b.converted = ctx.scratch(DType::F32, {r1 - r0, cols});
-        const uint16_t *src = w.data<uint16_t>() + r0 * cols;
-        float *dst = b.converted.data<float>();
-        parallel_for(ctx.pool(), static_cast<size_t>((r1 - r0) * cols), 1 << 16,
-                     [&](size_t s, size_t e) { half_to_float_n(src + s, dst + s, e - s); });
-        b.data = dst;
+        const size_t row_bytes = static_cast<size_t>(cols) * dtype_size(w.dtype());
+        Tensor rows(w.dtype(), {r1 - r0, cols},
+                    borrow_storage(static_cast<const uint8_t *>(w.raw()) + static_cast<size_t>(r0) * row_bytes,
+                                   static_cast<size_t>(r1 - r0) * row_bytes, [] {}));
+        b.converted = ctx.kernel_weight(wi, rows, r0);
     }
+    b.data = b.converted.data<float>();
     return b;
 }
 
@@ -107,7 +103,8 @@ RowBlock weight_rows(const RunContext &ctx, size_t wi, const float *whole, int64
 const float *whole_f32(const RunContext &ctx, size_t wi, Tensor &holder) {
     const Tensor &w = ctx.input(wi);
     if (ctx.is_streamed(wi) || w.dtype() == DType::F16) return nullptr;
-    return weight_f32(ctx, w, 0, holder);
+    holder = ctx.kernel_weight(wi, w, 0);
+    return holder.data<float>();
 }
 
 // Hidden columns per block: each of the two [T, block] float32 slices of h fits the chunk budget, and so do
@@ -162,17 +159,8 @@ void run_geglu_ffn(RunContext &ctx) {
         if (!y_holder.empty()) store_f32_output(ctx, y, y_holder);
         return;
     }
-    // XNNPACK reads its inputs 16 bytes past their end: float16 x is widened into padded scratch, and a
-    // float32 x without the slack (a zero-copy graph input) is copied.
     Tensor x_holder;
-    const float *xp;
-    if (x.dtype() == DType::F16 || x.storage()->padded()) {
-        xp = as_f32(ctx, x, x_holder);
-    } else {
-        x_holder = ctx.scratch(DType::F32, x.shape());
-        std::copy(x.data<float>(), x.data<float>() + x.numel(), x_holder.data<float>());
-        xp = x_holder.data<float>();
-    }
+    const float *xp = as_f32(ctx, x, x_holder);
     const bool tanh_approx = ctx.attrs().get_string("approximate", "none") == "tanh";
     const int64_t block = block_width(ctx, tokens, h);
     Tensor w1_holder, w2_holder;
@@ -215,7 +203,8 @@ void run_geglu_ffn(RunContext &ctx) {
 void register_feed_forward_ops(Registry &r) {
     // Weights reach XNNPACK only as packed FC weights; W1 (input 1) and W2 (input 3) stream in row chunks.
     r.add("GegluFeedForward", infer_geglu_ffn, run_geglu_ffn)
-        .with_reads_weights_exactly()
+        .with_reads_weights_exactly(1u << kW1 | 1u << kB1 | 1u << kW2 | 1u << kB2)
+        .with_f32_weight_mask(1u << kW1 | 1u << kB1 | 1u << kW2 | 1u << kB2)
         .with_streamable_weight_input(kW1)
         .with_streamable_weight_mask(1u << kW2);
 }

@@ -117,12 +117,13 @@ void transpose_batched(const float *src, float *dst, size_t batch, size_t rows, 
     });
 }
 
-void transpose_batched_u16(const uint16_t *src, uint16_t *dst, size_t batch, size_t rows, size_t cols,
-                           pthreadpool_t pool) {
+namespace {
+template <typename T>
+void transpose_batched_small(const T *src, T *dst, size_t batch, size_t rows, size_t cols, pthreadpool_t pool) {
     const size_t plane = rows * cols;
     if (plane == 0 || batch == 0) return;
     if (rows == 1 || cols == 1) {
-        if (src != dst) std::memcpy(dst, src, batch * plane * sizeof(uint16_t));
+        if (src != dst) std::memcpy(dst, src, batch * plane * sizeof(T));
         return;
     }
     constexpr size_t kBlock = 32;
@@ -132,12 +133,23 @@ void transpose_batched_u16(const uint16_t *src, uint16_t *dst, size_t batch, siz
             const size_t b = t / (tiles_r * tiles_c), rem = t % (tiles_r * tiles_c);
             const size_t r0 = (rem / tiles_c) * kBlock, c0 = (rem % tiles_c) * kBlock;
             const size_t r1 = std::min(rows, r0 + kBlock), c1 = std::min(cols, c0 + kBlock);
-            const uint16_t *s = src + b * plane;
-            uint16_t *d = dst + b * plane;
+            const T *s = src + b * plane;
+            T *d = dst + b * plane;
             for (size_t c = c0; c < c1; ++c)
                 for (size_t r = r0; r < r1; ++r) d[c * rows + r] = s[r * cols + c];
         }
     });
+}
+} // namespace
+
+void transpose_batched_u16(const uint16_t *src, uint16_t *dst, size_t batch, size_t rows, size_t cols,
+                           pthreadpool_t pool) {
+    transpose_batched_small(src, dst, batch, rows, cols, pool);
+}
+
+void transpose_batched_u8(const uint8_t *src, uint8_t *dst, size_t batch, size_t rows, size_t cols,
+                          pthreadpool_t pool) {
+    transpose_batched_small(src, dst, batch, rows, cols, pool);
 }
 
 const float *as_f32(const RunContext &ctx, const Tensor &t, Tensor &holder) {
@@ -148,17 +160,6 @@ const float *as_f32(const RunContext &ctx, const Tensor &t, Tensor &holder) {
     parallel_for(ctx.pool(), static_cast<size_t>(t.numel()), 1 << 16,
                  [&](size_t b, size_t e) { half_to_float_n(src + b, dst + b, e - b); });
     return dst;
-}
-
-const float *weight_f32(const RunContext &ctx, const Tensor &rows, int64_t first_row, Tensor &holder) {
-    if (rows.dtype() == DType::U8 || rows.dtype() == DType::I8) {
-        if (!is_quantized_weight(rows))
-            ctx.error(ONNXSTREAM_ERR_INVALID_MODEL, "an 8-bit weight needs quantization parameters");
-        holder = ctx.scratch(DType::F32, rows.shape());
-        dequantize_rows_f32(rows, first_row, holder.data<float>(), ctx.pool());
-        return holder.data<float>();
-    }
-    return as_f32(ctx, rows, holder);
 }
 
 bool is_float_weight_dtype(DType dtype, bool quantized) {

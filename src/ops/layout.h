@@ -14,9 +14,12 @@ namespace onnxstream {
 void transpose_batched(const float *src, float *dst, size_t batch, size_t rows, size_t cols,
                        pthreadpool_t pool);
 
-// The same for 16-bit elements (float16 activations and weights computed in float16): 32x32 blocks.
+// The same for 16-bit elements (float16 activations and weights computed in float16) and 8-bit ones
+// (quantized weights): 32x32 blocks.
 void transpose_batched_u16(const uint16_t *src, uint16_t *dst, size_t batch, size_t rows, size_t cols,
                            pthreadpool_t pool);
+void transpose_batched_u8(const uint8_t *src, uint8_t *dst, size_t batch, size_t rows, size_t cols,
+                          pthreadpool_t pool);
 
 // NCHW -> NHWC is (rows = C, cols = H*W); NHWC -> NCHW is (rows = H*W, cols = C).
 inline void nchw_to_nhwc(const float *src, float *dst, size_t n, size_t c, size_t hw, pthreadpool_t pool) {
@@ -28,10 +31,7 @@ inline void nhwc_to_nchw(const float *src, float *dst, size_t n, size_t c, size_
 
 // The float32 data of a float tensor: its own data, or a float32 copy of a float16 tensor kept in holder.
 const float *as_f32(const RunContext &ctx, const Tensor &t, Tensor &holder);
-// The float32 values of weight rows (a whole weight, or a chunk that starts at row first_row): float32 as is,
-// float16 widened, 8-bit quantized weights dequantized; conversions go to holder.
-const float *weight_f32(const RunContext &ctx, const Tensor &rows, int64_t first_row, Tensor &holder);
-// Weight dtypes weight_f32 accepts (for infer checks).
+// Weight dtypes RunContext::kernel_weight turns into float32 (for infer checks).
 bool is_float_weight_dtype(DType dtype, bool quantized);
 // Where a float32 kernel writes output y: y's data when it is float32, else float32 scratch in holder
 // that store_f32_output() converts into y.

@@ -30,24 +30,16 @@ bool broadcast_shapes(const Shape &a, const Shape &b, Shape &out) {
     return true;
 }
 
-// XNNPACK reads its inputs up to 16 bytes past their end; weights served zero-copy (mmap) lack that slack.
-const float *readable_f32(const RunContext &ctx, const Tensor &t, Tensor &holder) {
-    if (t.storage()->padded()) return t.data<float>();
-    holder = ctx.scratch(DType::F32, t.shape());
-    std::memcpy(holder.raw(), t.raw(), t.byte_size());
-    return holder.data<float>();
-}
 
 // y[m, n] = x[m, k] · W (+ bias) with W the 2-D weight input `wi`: [K, N] when weight_kn, else [N, K]; any
-// weight dtype weight_f32 takes. A weight the executor streams is read in row chunks: [K, N] in slices of
+// float weight dtype (RunContext::kernel_weight makes it float32). A weight the executor streams is read in row chunks: [K, N] in slices of
 // K whose partial products are summed, [N, K] in slices of N that each fill their columns of y. x rows are
 // k floats apart and readable 16 bytes past the end.
 void fc_weight(const RunContext &ctx, size_t wi, const float *x, size_t m, size_t k, size_t n, bool weight_kn,
                const float *bias, float *y) {
     if (!ctx.is_streamed(wi)) {
-        Tensor holder;
-        const float *w = weight_f32(ctx, ctx.input(wi), 0, holder);
-        xnn::FullyConnectedF32(k, n, w, weight_kn, bias, k, n).run(m, x, y, ctx.pool());
+        const Tensor w32 = ctx.kernel_weight(wi, ctx.input(wi), 0);
+        xnn::FullyConnectedF32(k, n, w32.data<float>(), weight_kn, bias, k, n).run(m, x, y, ctx.pool());
         return;
     }
     const int64_t total = ctx.input(wi).dim(0), step = ctx.weight_chunk_rows(wi);
@@ -55,8 +47,8 @@ void fc_weight(const RunContext &ctx, size_t wi, const float *x, size_t m, size_
     for (int64_t r0 = 0; r0 < total; r0 += step) {
         const int64_t r1 = std::min(total, r0 + step);
         const size_t rows = static_cast<size_t>(r1 - r0);
-        Tensor chunk = ctx.read_weight_rows(wi, r0, r1), holder;
-        const float *w = weight_f32(ctx, chunk, r0, holder);
+        const Tensor chunk = ctx.kernel_weight(wi, ctx.read_weight_rows(wi, r0, r1), r0);
+        const float *w = chunk.data<float>();
         if (!weight_kn) {
             xnn::FullyConnectedF32(k, rows, w, false, bias ? bias + r0 : nullptr, k, n).run(m, x, y + r0, ctx.pool());
             continue;
@@ -122,13 +114,6 @@ bool fc_weight_f16(const RunContext &ctx, size_t wi, const uint16_t *x, size_t m
     return true;
 }
 
-// float16 data of t readable 16 bytes past its end (XNNPACK's reads): t's own, or a padded copy in holder.
-const uint16_t *readable_f16(const RunContext &ctx, const Tensor &t, Tensor &holder) {
-    if (t.storage()->padded()) return t.data<uint16_t>();
-    holder = ctx.scratch(DType::F16, t.shape());
-    std::memcpy(holder.raw(), t.raw(), t.byte_size());
-    return holder.data<uint16_t>();
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // MatMul
@@ -196,13 +181,12 @@ void run_matmul(RunContext &ctx) {
         // A 2-D weight: one fully connected product over every row of A (streamed in chunks when big).
         const size_t rows = static_cast<size_t>(shape_numel(s.a_batch) * s.m);
         if (ctx.options().fp16_arithmetic && a.dtype() == DType::F16 && y.numel() > 0 && s.k > 0) {
-            Tensor a16;
-            if (fc_weight_f16(ctx, 1, readable_f16(ctx, a, a16), rows, static_cast<size_t>(s.k),
+            if (fc_weight_f16(ctx, 1, a.data<uint16_t>(), rows, static_cast<size_t>(s.k),
                               static_cast<size_t>(s.n), true, nullptr, y.data<uint16_t>()))
                 return;
         }
         Tensor a_holder, y_holder;
-        const float *ap = a.dtype() == DType::F16 ? as_f32(ctx, a, a_holder) : readable_f32(ctx, a, a_holder);
+        const float *ap = as_f32(ctx, a, a_holder);
         float *yp = out_f32(ctx, y, y_holder);
         if (y.numel() > 0 && s.k > 0)
             fc_weight(ctx, 1, ap, rows, static_cast<size_t>(s.k), static_cast<size_t>(s.n), true, nullptr, yp);
@@ -213,15 +197,14 @@ void run_matmul(RunContext &ctx) {
     }
     switch (a.dtype()) {
     case DType::F32: {
-        Tensor holder;
-        const Tensor b32 = b.dtype() == DType::F16 ? f32_copy_of_f16(ctx, b) : b;
-        matmul_f32(readable_f32(ctx, a, holder), s.a_batch, b32.data<float>(), s.b_batch, y.data<float>(),
+        const Tensor b32 = b.dtype() == DType::F16 ? ctx.kernel_weight(1, b, 0) : b;
+        matmul_f32(a.data<float>(), s.a_batch, b32.data<float>(), s.b_batch, y.data<float>(),
                    s.y_batch, s.m, s.k, s.n, ctx.pool());
         break;
     }
     case DType::F16: {
         Tensor af = f32_copy_of_f16(ctx, a);
-        Tensor bf = b.dtype() == DType::F16 ? f32_copy_of_f16(ctx, b) : b;
+        Tensor bf = b.dtype() == DType::F16 ? ctx.kernel_weight(1, b, 0) : b;
         Tensor yf = ctx.scratch(DType::F32, y.shape());
         matmul_f32(af.data<float>(), s.a_batch, bf.data<float>(), s.b_batch, yf.data<float>(), s.y_batch, s.m,
                    s.k, s.n, ctx.pool());
@@ -294,8 +277,7 @@ bool gemm_f16(RunContext &ctx, bool tb, float beta) {
     }
     if (m == 0 || n == 0 || k == 0) return false;
     Tensor &y = ctx.alloc_output(0);
-    Tensor a16;
-    return fc_weight_f16(ctx, 1, readable_f16(ctx, a, a16), static_cast<size_t>(m), static_cast<size_t>(k),
+    return fc_weight_f16(ctx, 1, a.data<uint16_t>(), static_cast<size_t>(m), static_cast<size_t>(k),
                          static_cast<size_t>(n), !tb, bias.empty() ? nullptr : bias.data(), y.data<uint16_t>());
 }
 
@@ -337,7 +319,7 @@ void run_gemm(RunContext &ctx) {
                 });
                 ap = a_holder.data<float>();
             } else {
-                ap = readable_f32(ctx, a, a_holder);
+                ap = a.data<float>();
             }
             // A bias that is one value per column folds into the product when nothing scales it afterwards.
             std::vector<float> bias;
@@ -374,10 +356,15 @@ void run_gemm(RunContext &ctx) {
 } // namespace
 
 void register_matmul_gemm_ops(Registry &r) {
-    // Weights reach XNNPACK only as packed FC weights or through readable_f32 copies, which give them the
-    // read-past-the-end slack XNNPACK inputs need.
-    r.add("MatMul", infer_matmul, run_matmul).with_reads_weights_exactly().with_streamable_weight_input(1);
-    r.add("Gemm", infer_gemm, run_gemm).with_reads_weights_exactly().with_streamable_weight_input(1);
+    // B (and Gemm's C) reach XNNPACK only as packed FC weights or the op's own loops: read exactly.
+    r.add("MatMul", infer_matmul, run_matmul)
+        .with_reads_weights_exactly(0b10)
+        .with_f32_weight_mask(0b10)
+        .with_streamable_weight_input(1);
+    r.add("Gemm", infer_gemm, run_gemm)
+        .with_reads_weights_exactly(0b110)
+        .with_f32_weight_mask(0b110)
+        .with_streamable_weight_input(1);
 }
 
 } // namespace onnxstream

@@ -541,12 +541,6 @@ template <bool Log> void run_softmax(RunContext &ctx) {
         } else if (Log) {
             log_softmax_rows(x.data<float>(), y.data<float>(), g.outer, g.axis, ctx.pool());
         } else {
-            // XNNPACK reads past the end of its input; a zero-copy weight lacks that slack.
-            if (!x.storage()->padded()) {
-                Tensor copy = ctx.scratch(DType::F32, x.shape());
-                std::memcpy(copy.raw(), x.raw(), x.byte_size());
-                x = copy;
-            }
             xnn::softmax_rows_f32(static_cast<size_t>(g.outer), static_cast<size_t>(g.axis), x.data<float>(),
                                   y.data<float>(), ctx.pool());
         }
@@ -636,14 +630,14 @@ void run_lpnorm(RunContext &ctx) {
 } // namespace
 
 void register_normalization_ops(Registry &r) {
-    // Hand-written loops read weights exactly; Softmax copies an unpadded input before XNNPACK sees it.
+    // Hand-written loops read weights exactly; Softmax hands input 0 to XNNPACK, which reads past its end.
     r.add("BatchNormalization", infer_batchnorm, run_batchnorm).with_reads_weights_exactly();
     r.add("InstanceNormalization", infer_instancenorm, run_instancenorm)
         .with_reads_weights_exactly()
         .with_nhwc(NhwcIo::Same);
     r.add("GroupNormalization", infer_groupnorm, run_groupnorm).with_reads_weights_exactly().with_nhwc(NhwcIo::Same);
     r.add("LayerNormalization", infer_layernorm, run_layernorm).with_reads_weights_exactly();
-    r.add("Softmax", infer_softmax, run_softmax<false>).with_reads_weights_exactly();
+    r.add("Softmax", infer_softmax, run_softmax<false>).with_reads_weights_exactly(~1u);
     r.add("LogSoftmax", infer_softmax, run_softmax<true>).with_reads_weights_exactly();
     r.add("Hardmax", infer_softmax, run_hardmax).with_reads_weights_exactly();
     r.add("LpNormalization", infer_lpnorm, run_lpnorm).with_reads_weights_exactly();

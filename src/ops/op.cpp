@@ -1,6 +1,7 @@
 #include "ops/op.h"
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <mutex>
 
@@ -111,6 +112,22 @@ int64_t RunContext::weight_chunk_rows(size_t i, bool float_bytes) const {
     const size_t row_bytes = static_cast<size_t>(w.numel() / rows) * elem;
     const size_t budget = std::max<size_t>(options().weight_chunk_bytes, 1);
     return std::clamp<int64_t>(static_cast<int64_t>(budget / std::max<size_t>(row_bytes, 1)), 1, rows);
+}
+
+Tensor RunContext::kernel_weight(size_t i, const Tensor &rows, int64_t first_row, DType dtype) const {
+    if (!prepare_ || !def_) fail(ONNXSTREAM_ERR_INTERNAL, node.where, ": no weight preparation was set up");
+    const WeightPrep want{def_->kernel_layout(i), dtype};
+    // Only weights count: a kernel computed at run time (a Conv whose W is an activation) is not on the weight path.
+    uint64_t copied = 0;
+    try {
+        Tensor t = prepare_(rows, want, first_row, alloc_, pool_, &copied);
+        if (input_is_weight(i)) count_weight_copy(static_cast<size_t>(copied));
+        return t;
+    } catch (const Error &e) {
+        if (e.status() == ONNXSTREAM_ERR_OUT_OF_MEMORY || std::strncmp(e.what(), node.where.c_str(), node.where.size()) == 0)
+            throw;
+        fail(e.status(), node.where, ": input ", i, ": ", e.what());
+    }
 }
 
 } // namespace onnxstream

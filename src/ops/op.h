@@ -88,10 +88,9 @@ struct RunOptions {
     // Conv/MatMul/Gemm weights bigger than this are streamed in output-channel chunks of at most this
     // many bytes (0: never chunk).
     size_t weight_chunk_bytes = 0;
-    // Static W8A8: activation ranges per node (Graph::nodes() order) when the model has range data; the
-    // executor points `activation_ranges` at the running node's entry. Null: every op computes in float.
+    // Static W8A8: activation ranges per node (Graph::nodes() order) when the model has range data (ops read
+    // their node's entry through RunContext::activation_ranges). Null: every op computes in float.
     const std::vector<NodeActivationRanges> *node_ranges = nullptr;
-    const NodeActivationRanges *activation_ranges = nullptr;
     // Keep rank-4 float activations channels-last between ops that can read and write them that way
     // (graph/layout_plan.h), so convolutions do not transpose their input and output on every call.
     bool nhwc_layout = true;
@@ -99,6 +98,21 @@ struct RunOptions {
     // kernels) instead of widening them to float32: the model's arithmetic option, resolved at load.
     bool fp16_arithmetic = false;
 };
+
+// What a kernel reads of a weight: its layout (OHWI: output channel, kernel positions, input channel, for
+// kernels of rank >= 3; Plain otherwise) and element type (the stored one, or float32 from float16 or
+// 8-bit quantized weights).
+struct WeightPrep {
+    Layout layout = Layout::Plain;
+    DType dtype = DType::F32;
+};
+
+// weights/prepare.h's prepare_weight, which the executor hands to every RunContext (ops sit below the
+// weights layer and cannot include it).
+using PrepareWeightFn = Tensor (*)(const Tensor &stored, const WeightPrep &want, int64_t first_row,
+                                   const Allocator &alloc, pthreadpool_t pool, uint64_t *bytes_copied);
+
+struct OpDef;
 
 // A weight input that the executor streams in row chunks (rows = dim 0, e.g. a Conv's output channels)
 // instead of fetching it whole, because it is bigger than RunOptions::weight_chunk_bytes.
@@ -133,6 +147,9 @@ public:
     std::shared_ptr<void> *state() const { return state_; }
     // The model's memory/speed choices for this run.
     const RunOptions &options() const { return *options_; }
+    // This node's activation ranges for static W8A8 (RunOptions::node_ranges), or nullptr.
+    const NodeActivationRanges *activation_ranges() const { return ranges_; }
+    void set_activation_ranges(const NodeActivationRanges *ranges) { ranges_ = ranges; }
     // Channels-last tensors (Layout::NHWC; only for ops with OpDef::nhwc set): input i arrives with its
     // logical NCHW shape but NHWC data; output k should be written NHWC (and marked so with set_layout).
     bool input_nhwc(size_t i) const { return has_input(i) && input(i).layout() == Layout::NHWC; }
@@ -152,6 +169,21 @@ public:
     void set_fp16_counters(uint64_t *ops, uint64_t *fallbacks) {
         fp16_ops_ = ops;
         fp16_fallbacks_ = fallbacks;
+    }
+    // Bytes an op wrote converting or reordering a weight for its kernel (RunStats::weight_bytes_copied).
+    void count_weight_copy(size_t bytes) const {
+        if (weight_copies_) *weight_copies_ += bytes;
+    }
+    void set_weight_copy_counter(uint64_t *counter) { weight_copies_ = counter; }
+    // Input i's weight rows as the kernel reads them (weights/prepare.h): `rows` is input(i) itself or a chunk
+    // of it from read_weight_rows that starts at first_row. The layout is the one the op's definition asks
+    // for input i (OpDef::ohwi_weight_input); the element type is float32 for the float32 kernels or, with
+    // `dtype`, the one a float16 or 8-bit kernel reads. Returns rows itself when nothing changes. Errors
+    // name the op.
+    Tensor kernel_weight(size_t i, const Tensor &rows, int64_t first_row, DType dtype = DType::F32) const;
+    void set_weight_preparation(const OpDef *def, PrepareWeightFn prepare) {
+        def_ = def;
+        prepare_ = prepare;
     }
     // Only for the op's OpDef::streamable_weight_input: when the weight is streamed, input(i) has its
     // dtype/shape/layout but no data, and the op reads it in chunks of at most
@@ -202,6 +234,10 @@ private:
     std::vector<bool> output_nhwc_;
     uint64_t *transposes_ = nullptr;
     uint64_t *fp16_ops_ = nullptr, *fp16_fallbacks_ = nullptr;
+    uint64_t *weight_copies_ = nullptr;
+    const OpDef *def_ = nullptr;
+    PrepareWeightFn prepare_ = nullptr;
+    const NodeActivationRanges *ranges_ = nullptr;
     static const RunOptions &default_options() {
         static const RunOptions defaults;
         return defaults;
@@ -226,13 +262,18 @@ enum class NhwcIo {
 struct OpDef {
     InferFn infer = nullptr;
     RunFn run = nullptr;
-    // Index of an input whose 4-D weight the op prefers in OHWI layout (Conv: 1), or -1. The weights
-    // provider then serves OnnxStream's "_nhwc.bin" twin when it exists.
+    // Index of an input whose kernel the op reads in OHWI layout (Conv: 1), or -1. The op prepares it
+    // (RunContext::kernel_weight); providers serve it in the layout they hold, OnnxStream's "_nhwc.bin"
+    // twin when it exists.
     int ohwi_weight_input = -1;
-    // True when the op only hands weights to kernels that read exactly their size (XNNPACK packs
-    // Conv/FC weights at creation). Otherwise the executor copies zero-copy weights that lack the
-    // XNN_EXTRA_BYTES read-past-the-end slack into padded memory first.
-    bool reads_weights_exactly = false;
+    // Weight inputs (one bit per input index) that the op's float32 kernels read as float32 whatever their
+    // stored float type: the persistent cache stores float16 ones widened, so no run widens them again.
+    uint32_t f32_weight_mask = 0;
+    // Weight inputs (one bit per input index) the op reads exactly: packed by XNNPACK at operator creation
+    // or read by the op's own loops. Every other input reaches the op readable kTensorPadding bytes past
+    // its end (XNNPACK's read-past-the-end slack): the executor gives a padded copy to any that lacks it
+    // (a zero-copy weight or graph input), so ops never copy for slack themselves.
+    uint32_t exact_weight_mask = 0;
     // Index of a weight input the op can read in row chunks (RunContext::is_streamed), or -1.
     int streamable_weight_input = -1;
     // What the op does with channels-last tensors (graph/layout_plan.h).
@@ -243,6 +284,12 @@ struct OpDef {
     bool output_may_reuse_input = false;
     // Further such inputs, one bit per input index, for ops with more than one big weight.
     uint32_t streamable_weight_mask = 0;
+    // The layout input i's kernel is read in (RunContext::kernel_weight).
+    Layout kernel_layout(size_t input) const {
+        return ohwi_weight_input == static_cast<int>(input) ? Layout::OHWI : Layout::Plain;
+    }
+    bool reads_weight_exactly(size_t input) const { return input < 32 && ((exact_weight_mask >> input) & 1u) != 0; }
+    bool widens_to_f32(size_t input) const { return input < 32 && ((f32_weight_mask >> input) & 1u) != 0; }
     bool streamable(size_t input) const {
         return streamable_weight_input == static_cast<int>(input) ||
                (input < 32 && ((streamable_weight_mask >> input) & 1u) != 0);
@@ -254,8 +301,12 @@ struct OpDef {
         ohwi_weight_input = input;
         return *this;
     }
-    OpDef &with_reads_weights_exactly() {
-        reads_weights_exactly = true;
+    OpDef &with_f32_weight_mask(uint32_t mask) {
+        f32_weight_mask = mask;
+        return *this;
+    }
+    OpDef &with_reads_weights_exactly(uint32_t inputs = ~0u) {
+        exact_weight_mask = inputs;
         return *this;
     }
     OpDef &with_streamable_weight_input(int input) {

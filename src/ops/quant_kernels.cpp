@@ -63,7 +63,7 @@ void dequantize_rows_f32(const Tensor &t, int64_t first_row, float *dst, pthread
              dtype_name(t.dtype()), " tensor ", shape_str(t.shape()), " (expected int8 with the axis in range)");
     if (!q.channel_scales)
         fail(ONNXSTREAM_ERR_INVALID_MODEL, "the per-channel scales of an int8 weight ", shape_str(t.shape()),
-             " were not loaded (Graph::load_quant_scales)");
+             " were not loaded (load_quant_scales in weights/weight_files.h)");
     if (axis != 0 && t.layout() != Layout::Plain)
         fail(ONNXSTREAM_ERR_UNSUPPORTED, "an OHWI weight quantized along axis ", q.axis,
              " (only axis 0 keeps its meaning in OHWI order)");

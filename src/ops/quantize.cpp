@@ -16,9 +16,6 @@ void range_to_qu8(const ActivationRange &r, float &scale, uint8_t &zero_point) {
 }
 
 namespace {
-// Scratch bytes for XNNPACK inputs, which may be read up to 16 bytes past their end.
-constexpr int64_t kExtraBytes = 16;
-
 inline uint8_t quantize_one(float x, float inv_scale, float zp) {
     const float v = std::min(255.0f, std::max(0.0f, x * inv_scale + zp));
     return static_cast<uint8_t>(static_cast<int>(v + 0.5f));
@@ -96,7 +93,7 @@ bool qu8_weight(const Tensor &w, float &scale, uint8_t &zp) {
 
 // Activation checks shared by the three ops; fills the input/output qu8 parameters.
 bool ranges_qualify(const RunContext &ctx, xnn::Qu8Params &q) {
-    const NodeActivationRanges *r = ctx.options().activation_ranges;
+    const NodeActivationRanges *r = ctx.activation_ranges();
     if (!r || !r->present || !ctx.has_input(0) || ctx.input_is_weight(0)) return false;
     if (ctx.input(0).dtype() != DType::F32 || ctx.output_info(0).dtype != DType::F32) return false;
     range_to_qu8(r->input, q.input_scale, q.input_zero_point);
@@ -136,20 +133,6 @@ bool bias_for(const RunContext &ctx, size_t i, size_t n, float mul, const xnn::Q
     return true;
 }
 
-// OIHW uint8 rows -> OHWI (identity when the weight is already OHWI or has 1x1 kernels / one input channel).
-const uint8_t *ohwi_u8(const RunContext &ctx, const Tensor &rows, size_t group_in, size_t ksize, Tensor &holder) {
-    const uint8_t *src = rows.data<uint8_t>();
-    if (rows.layout() == Layout::OHWI || group_in == 1 || ksize == 1) return src;
-    holder = ctx.scratch(DType::U8, rows.shape());
-    uint8_t *dst = holder.data<uint8_t>();
-    const size_t per_out = group_in * ksize;
-    parallel_for(ctx.pool(), static_cast<size_t>(rows.dim(0)), 1, [&](size_t b, size_t e) {
-        for (size_t o = b; o < e; ++o)
-            for (size_t i = 0; i < group_in; ++i)
-                for (size_t k = 0; k < ksize; ++k) dst[o * per_out + k * group_in + i] = src[o * per_out + i * ksize + k];
-    });
-    return dst;
-}
 } // namespace
 
 bool run_conv_w8a8(RunContext &ctx) {
@@ -208,9 +191,8 @@ bool run_conv_w8a8(RunContext &ctx) {
     s.group_in = group_in;
     s.group_out = m / static_cast<size_t>(group);
     const size_t out_hw = static_cast<size_t>(ys[2] * ys[3]);
-    const size_t ksize = kh * kw;
 
-    Tensor xq = ctx.scratch(DType::U8, {x.numel() + kExtraBytes});
+    Tensor xq = ctx.scratch(DType::U8, {x.numel()}); // padded like every tracked tensor
     // The layout plan may hand the input over channels-last already and want the output that way too:
     // then quantizing is the only conversion (no transposes).
     if (ctx.input_nhwc(0))
@@ -223,8 +205,8 @@ bool run_conv_w8a8(RunContext &ctx) {
     Tensor yq = ctx.scratch(DType::U8, {static_cast<int64_t>(n * m * out_hw)});
     // Output channels from o0 on, from weight rows `rows`, writing their slice of every output pixel.
     auto run_rows = [&](const Tensor &rows, int64_t o0, const xnn::Conv2dShape &shape) {
-        Tensor holder;
-        const uint8_t *kernel = ohwi_u8(ctx, rows, group_in, ksize, holder);
+        const Tensor kernel_rows = ctx.kernel_weight(1, rows, o0, rows.dtype()); // OHWI, still 8-bit
+        const uint8_t *kernel = static_cast<const uint8_t *>(kernel_rows.raw());
         const int32_t *bias_ptr = bias.empty() ? nullptr : bias.data() + o0;
         if (!qc8)
             return xnn::conv2d_nhwc_qu8(shape, q, xq.data<uint8_t>(), kernel, bias_ptr, yq.data<uint8_t>() + o0,
@@ -274,7 +256,7 @@ bool run_fc_w8a8(RunContext &ctx, const xnn::Qu8Params &q, size_t k, size_t nout
                  const std::vector<int32_t> &bias) {
     const Tensor &x = ctx.input(0);
     const size_t batch = k ? static_cast<size_t>(x.numel()) / k : 0;
-    Tensor xq = ctx.scratch(DType::U8, {x.numel() + kExtraBytes});
+    Tensor xq = ctx.scratch(DType::U8, {x.numel()}); // padded like every tracked tensor
     quantize_flat(x.data<float>(), xq.data<uint8_t>(), static_cast<size_t>(x.numel()), q.input_scale,
                   q.input_zero_point, ctx.pool());
     Tensor yq = ctx.scratch(DType::U8, {static_cast<int64_t>(batch * nout)});

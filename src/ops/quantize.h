@@ -1,6 +1,6 @@
 // Static W8A8 arithmetic (OnnxStream's uint8 arithmetic): Conv, MatMul and Gemm whose weight is uint8
 // asymmetric with one scale/zero point and whose input and output have activation ranges
-// (RunOptions::activation_ranges, from range_data.txt) run as XNNPACK qu8 operators: the float input is
+// (RunContext::activation_ranges, from range_data.txt) run as XNNPACK qu8 operators: the float input is
 // quantized with its range, the op computes in uint8 with int32 accumulation, and the uint8 output
 // (quantized with the output's range) is dequantized back to float for the next op.
 //

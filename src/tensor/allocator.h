@@ -12,7 +12,8 @@
 namespace onnxstream {
 
 // Extra readable bytes after every allocation: XNNPACK kernels may read up to XNN_EXTRA_BYTES (16)
-// past the end of their inputs. 64 keeps the next allocation's alignment too.
+// past the end of their inputs (src/xnnpack/xnn.cpp checks it). 64 keeps the next allocation's alignment
+// too. This is the one statement of the contract: the executor (exec/executor.h) pads whatever lacks it.
 constexpr size_t kTensorPadding = 64;
 constexpr size_t kTensorAlignment = 64;
 

@@ -311,10 +311,11 @@ RunReport run_model(onnxstream_model_t *model, const Args &args) {
         const char *arith = rs.arithmetic == ONNXSTREAM_ARITHMETIC_FP16 ? "fp16" : "fp32";
         std::snprintf(buf, sizeof buf,
                       "{\"bytes_read\":%llu,\"read_s\":%.6f,\"wait_s\":%.6f,\"transposes\":%llu,"
-                      "\"arithmetic\":\"%s\",\"fp16_ops\":%llu,\"fp16_fallbacks\":%llu}",
+                      "\"arithmetic\":\"%s\",\"fp16_ops\":%llu,\"fp16_fallbacks\":%llu,\"weight_bytes_copied\":%llu}",
                       static_cast<unsigned long long>(rs.weight_bytes_read), rs.weight_read_us / 1e6,
                       rs.weight_wait_us / 1e6, static_cast<unsigned long long>(rs.layout_transposes), arith,
-                      static_cast<unsigned long long>(rs.fp16_ops), static_cast<unsigned long long>(rs.fp16_fallbacks));
+                      static_cast<unsigned long long>(rs.fp16_ops), static_cast<unsigned long long>(rs.fp16_fallbacks),
+                      static_cast<unsigned long long>(rs.weight_bytes_copied));
         report.weights_json += (report.weights_json.empty() ? "" : ",") + std::string(buf);
         if (!args.json)
             std::printf("run %d: %.3f s (weights: %.1f MB read in %.3f s, run waited %.3f s for them; %llu layout "

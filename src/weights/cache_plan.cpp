@@ -6,28 +6,16 @@
 
 namespace onnxstream::weight_cache {
 
-namespace {
-
-// The widening ops read a float16 weight in these input slots by converting it to float32 when they
-// run (Conv/ConvTranspose through as_f32, Gemm for B and C whatever A's dtype): storing float32 saves
-// that conversion on every run and gives the same values. MatMul is left out: with float16 activations
-// it converts B with to_f32 unconditionally, which would misread a float32 B.
-bool widening_slot(const std::string &op, size_t slot) {
-    if (op == "Conv" || op == "ConvTranspose" || op == "Gemm") return slot == 1 || slot == 2;
-    if (op == "GegluFeedForward") return slot >= 1 && slot <= 4; // weight_f32 / bias_f32 take either dtype
-    return op == "MatMul" && slot == 1;
-}
-
-} // namespace
-
 std::vector<Entry> plan_entries(const Graph &graph) {
     std::map<std::string, bool> widen; // by file
     for (const Node &node : graph.nodes())
         for (size_t i = 0; i < node.inputs.size(); ++i) {
             const NodeInput &in = node.inputs[i];
             if (in.kind != NodeInput::Weight) continue;
-            bool ok = in.weight.dtype == DType::F16 && !in.weight.quant.present &&
-                      widening_slot(node.line->type, i);
+            // Widen a float16 weight when every op reading it has float32 kernels that read it as float32
+            // (OpDef::f32_weight_mask); each also takes float32 in its float16 path, so nothing is lost.
+            bool ok = in.weight.dtype == DType::F16 && !in.weight.quant.present && node.def &&
+                      node.def->widens_to_f32(i);
             auto it = widen.find(in.weight.file);
             if (it == widen.end()) widen.emplace(in.weight.file, ok);
             else it->second = it->second && ok;
@@ -43,9 +31,8 @@ std::vector<Entry> plan_entries(const Graph &graph) {
             e.wanted = in.weight.wanted;
             e.src_dtype = in.weight.dtype;
             e.shape = in.weight.shape;
-            // Quantized weights stay quantized: no op consumer is selected for Prep::DequantizeToF32 yet
-            // (the hook for one that would dequantize on every run; write_prepared handles per-tensor
-            // parameters, a per-channel consumer must extend it).
+            // Quantized weights stay quantized (Prep::DequantizeToF32, which prepare_weight can do, would store
+            // four times the bytes for a saving of one dequantization per run).
             e.prep = widen[in.weight.file] ? Prep::WidenF16 : Prep::AsIs;
             entries.push_back(std::move(e));
         }

@@ -1,10 +1,11 @@
 #include "weights/callback.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 #include "util/error.h"
+#include "util/stopwatch.h"
+#include "weights/prepare.h"
 #include "weights/weight_files.h"
 
 namespace onnxstream {
@@ -32,7 +33,7 @@ public:
 
     // Hosts serve whole weights only: fetch it and copy the rows (bounded memory needs a file provider).
     Tensor fetch_rows(const WeightSpec &spec, int64_t begin, int64_t end, const Allocator &alloc) override {
-        return copy_weight_rows(fetch(spec, alloc), begin, end, alloc);
+        return copy_weight_rows(fetch(spec, alloc), begin, end, alloc, &bytes_copied_);
     }
 
     Tensor fetch(const WeightSpec &spec, const Allocator &alloc) override {
@@ -40,7 +41,7 @@ public:
         WeightSpec plain = spec;
         plain.wanted = Layout::Plain; // hosts always serve the layout model.txt declares
         Tensor t;
-        auto start = std::chrono::steady_clock::now();
+        Stopwatch watch;
         if (vt_.acquire) {
             const void *data = nullptr;
             void *token = nullptr;
@@ -64,11 +65,10 @@ public:
             check(vt_.read(user_data_, &r.req, t.raw()), r, spec, "read");
             if (r.produced != spec.byte_size()) short_data(r, spec, "read");
         }
-        read_us_ += static_cast<uint64_t>(
-            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+        read_us_ += watch.elapsed_us();
         bytes_read_ += spec.byte_size();
         t.set_quant(spec.quant);
-        return adapt_weight_layout(std::move(t), spec, alloc);
+        return serve_layout(std::move(t), spec, alloc, &bytes_copied_);
     }
 
 private:

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "weights/prepare.h"
 #include "weights/provider.h"
 #include "weights/weight_files.h"
 
@@ -20,7 +21,7 @@ public:
     Tensor fetch(const WeightSpec &spec, const Allocator &alloc) override {
         ResolvedWeight file = resolve_weight_file(folder_, spec);
         size_t bytes = spec.byte_size();
-        if (bytes == 0) return read_weight_file(file, spec, alloc);
+        if (bytes == 0) return read_weight_file(file, spec, alloc, &bytes_copied_);
         int fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) fail(ONNXSTREAM_ERR_IO, "cannot open weight file ", file.path, ": ", std::strerror(errno));
         void *p = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
@@ -37,7 +38,7 @@ public:
         Tensor t(spec.dtype, spec.shape, borrow_storage(p, bytes, [p, bytes]() { ::munmap(p, bytes); }));
         t.set_quant(spec.quant);
         t.set_layout(file.layout);
-        return adapt_weight_layout(std::move(t), spec, alloc);
+        return serve_layout(std::move(t), spec, alloc, &bytes_copied_);
     }
 };
 } // namespace

@@ -26,10 +26,10 @@ public:
     // The fetch order of the coming run (every weight of every op, in order), for read-ahead.
     virtual void begin_run(const std::vector<WeightSpec> &, const Allocator &) {}
     virtual void end_run() {}
-    // Produce the weight, in layout spec.wanted (see adapt_weight_layout). Throws IO / CALLBACK /
+    // Produce the weight in the layout serve_layout gives (weights/prepare.h). Throws IO / CALLBACK /
     // OUT_OF_MEMORY.
     virtual Tensor fetch(const WeightSpec &spec, const Allocator &alloc) = 0;
-    // Rows [begin, end) along dim 0 of the weight (shape (end - begin, dims 1..)), in layout spec.wanted,
+    // Rows [begin, end) along dim 0 of the weight (shape (end - begin, dims 1..)), laid out as fetch() would,
     // for ops that stream big weights in chunks. The default reads just those bytes from the weight file
     // in folder_; providers without files override it.
     virtual Tensor fetch_rows(const WeightSpec &spec, int64_t begin, int64_t end, const Allocator &alloc);
@@ -37,13 +37,15 @@ public:
     // Bytes read from storage and time spent reading them (on any thread), since creation.
     uint64_t bytes_read() const { return bytes_read_.load(); }
     uint64_t read_us() const { return read_us_.load(); }
+    // Bytes the provider wrote bringing weights to the asked layout or copying row ranges, since creation.
+    uint64_t bytes_copied() const { return bytes_copied_.load(); }
 
 protected:
     // read_weight_file for `spec` from folder_, counted in bytes_read/read_us.
     Tensor read_counted(const WeightSpec &spec, const Allocator &alloc);
 
     std::string folder_;
-    std::atomic<uint64_t> bytes_read_{0}, read_us_{0};
+    std::atomic<uint64_t> bytes_read_{0}, read_us_{0}, bytes_copied_{0};
 };
 
 std::unique_ptr<WeightsProvider> make_nocache_provider();

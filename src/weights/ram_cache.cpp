@@ -21,7 +21,7 @@ public:
         return it->second;
     }
     Tensor fetch_rows(const WeightSpec &spec, int64_t begin, int64_t end, const Allocator &alloc) override {
-        return copy_weight_rows(fetch(spec, alloc), begin, end, alloc);
+        return copy_weight_rows(fetch(spec, alloc), begin, end, alloc, &bytes_copied_);
     }
 
 private:

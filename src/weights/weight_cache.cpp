@@ -4,7 +4,6 @@
 #include "weights/weight_cache.h"
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <fcntl.h>
 #include <functional>
@@ -17,12 +16,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tensor/half.h"
 #include "util/error.h"
 #include "util/hash64.h"
+#include "util/stopwatch.h"
 #include "weights/cache_file_io.h"
 #include "weights/cache_format.h"
 #include "weights/cache_plan.h"
+#include "weights/prepare.h"
 #include "weights/weight_files.h"
 
 namespace onnxstream::weight_cache {
@@ -30,11 +30,6 @@ namespace onnxstream::weight_cache {
 namespace {
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
-uint64_t us_since(std::chrono::steady_clock::time_point t) {
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t).count());
-}
 
 class CacheProvider : public WeightCacheProvider {
 public:
@@ -52,7 +47,7 @@ public:
             for (const NodeInput &in : node.inputs)
                 if (in.kind == NodeInput::Weight) quant_.emplace(in.weight.file, in.weight.quant);
 
-        auto start = std::chrono::steady_clock::now();
+        Stopwatch watch;
         std::vector<Entry> wanted = plan_entries(graph);
         text_hash_ = hash_bytes(model_text.data(), model_text.size());
         xnn_id_ = xnnpack_identity();
@@ -64,7 +59,7 @@ public:
             build(std::move(wanted), model_text);
             stats_.built = true;
         }
-        stats_.setup_us = us_since(start);
+        stats_.setup_us = watch.elapsed_us();
         stats_.entries = entries_.size();
         for (const auto &kv : entries_) stats_.widened += kv.second.prep == Prep::WidenF16;
         stats_.content_hash = content_hash_;
@@ -101,10 +96,11 @@ public:
 private:
     template <typename Fn> Tensor pass(Fn &&read) {
         stats_.passed += 1;
-        uint64_t b0 = inner_->bytes_read(), t0 = inner_->read_us();
+        uint64_t b0 = inner_->bytes_read(), t0 = inner_->read_us(), c0 = inner_->bytes_copied();
         Tensor t = read();
         bytes_read_ += inner_->bytes_read() - b0;
         read_us_ += inner_->read_us() - t0;
+        bytes_copied_ += inner_->bytes_copied() - c0;
         return t;
     }
 
@@ -249,34 +245,6 @@ private:
         if (dfd.get() >= 0) ::fsync(dfd.get());
     }
 
-    // Write the stored form of fetched weight t at e.offset. Conversions go through a small block
-    // buffer, so building never holds a second whole copy of a weight.
-    static void write_prepared(int fd, const std::string &tmp, const Tensor &t, const Entry &e,
-                               const Allocator &alloc) {
-        if (e.prep == Prep::AsIs) {
-            pwrite_all(fd, t.raw(), e.bytes, e.offset, tmp);
-            return;
-        }
-        constexpr size_t kBlock = 1 << 16; // elements
-        const size_t n = static_cast<size_t>(t.numel());
-        Tensor buf = make_tensor(alloc, DType::F32, {static_cast<int64_t>(std::min(n, kBlock))});
-        float *dst = buf.data<float>();
-        for (size_t b = 0; b < n; b += kBlock) {
-            const size_t m = std::min(kBlock, n - b);
-            if (e.prep == Prep::WidenF16) {
-                half_to_float_n(t.data<uint16_t>() + b, dst, m);
-            } else { // DequantizeToF32, per-tensor parameters
-                const double scale = t.quant().scale;
-                const int64_t zp = t.quant().zero_point;
-                for (size_t i = 0; i < m; ++i) {
-                    int64_t q = t.dtype() == DType::U8 ? t.data<uint8_t>()[b + i] : t.data<int8_t>()[b + i];
-                    dst[i] = static_cast<float>(static_cast<double>(q - zp) * scale);
-                }
-            }
-            pwrite_all(fd, dst, m * sizeof(float), e.offset + b * sizeof(float), tmp);
-        }
-    }
-
     void write_cache(int fd, const std::string &tmp, std::vector<Entry> &wanted, const std::string &model_text) {
         // Stat every source before reading it: a file modified during the build then mismatches on the
         // next open and the cache is rebuilt, rather than pairing new stats with old bytes.
@@ -294,7 +262,7 @@ private:
 
         Hash64 content;
         content.update_str(model_text);
-        Allocator alloc; // one weight (plus its widened copy) at a time
+        Allocator alloc; // one weight (and its prepared copy) at a time
         uint64_t offset = kDataStart;
         static const uint8_t zeros[kEntryAlign + kEntrySlack] = {};
         for (Entry &e : wanted) {
@@ -304,14 +272,20 @@ private:
             stats_.build_bytes_read += inner_->bytes_read() - b0;
             bytes_read_ += inner_->bytes_read() - b0;
             read_us_ += inner_->read_us() - t0;
-            if (t.dtype() != e.src_dtype || t.shape() != e.shape || t.layout() != e.wanted)
+            if (t.dtype() != e.src_dtype || t.shape() != e.shape)
                 fail(ONNXSTREAM_ERR_INTERNAL, "weights cache: provider returned ", e.file, " as ", dtype_name(t.dtype()),
                      " ", shape_str(t.shape()), " instead of ", dtype_name(e.src_dtype), " ", shape_str(e.shape));
             content.update_str(entry_key(e.file, e.wanted));
-            content.update(t.raw(), t.byte_size());
+            content.update(t.raw(), t.byte_size()); // the source bytes, as the provider read them
+            // Stored exactly as the op asks (weights/prepare.h), so serving it needs no conversion.
+            t = prepare_weight(t, WeightPrep{e.wanted, e.prep == Prep::AsIs ? e.src_dtype : DType::F32}, 0, alloc,
+                               nullptr, nullptr);
             e.offset = offset;
             e.bytes = stored_bytes(e);
-            write_prepared(fd, tmp, t, e, alloc);
+            if (t.byte_size() != e.bytes)
+                fail(ONNXSTREAM_ERR_INTERNAL, "weights cache: ", e.file, " prepared to ", t.byte_size(), " bytes, not ",
+                     e.bytes);
+            pwrite_all(fd, t.raw(), e.bytes, e.offset, tmp);
             t = Tensor();
             uint64_t next = align_up(offset + e.bytes + kEntrySlack, kEntryAlign);
             pwrite_all(fd, zeros, next - (offset + e.bytes), offset + e.bytes, tmp);

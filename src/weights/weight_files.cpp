@@ -1,16 +1,22 @@
 #include "weights/weight_files.h"
 
 #include <cerrno>
-#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <memory>
+#include <unordered_map>
+#include <vector>
 #include <sys/stat.h>
 #include <sys/types.h>
 
 #include "util/checked.h"
 #include "util/error.h"
 #include "util/paths.h"
+#include "util/stopwatch.h"
 #include "util/strings.h"
+#include "weights/prepare.h"
 #include "weights/provider.h"
 
 // Weight files beyond 2 GiB (an SD 1.5 UNet's fp32 weights are 3.4 GB in all) need a 64-bit off_t on
@@ -28,37 +34,20 @@ bool file_size(const std::string &path, uint64_t &size) {
     return true;
 }
 
-// OIHW -> OHWI or back, for a 4-D weight of element size `es`.
-void transpose_conv_weight(const uint8_t *src, uint8_t *dst, const Shape &oihw, size_t es, bool to_ohwi) {
-    const size_t O = static_cast<size_t>(oihw[0]), I = static_cast<size_t>(oihw[1]);
-    const size_t H = static_cast<size_t>(oihw[2]), W = static_cast<size_t>(oihw[3]);
-    for (size_t o = 0; o < O; ++o)
-        for (size_t i = 0; i < I; ++i)
-            for (size_t h = 0; h < H; ++h)
-                for (size_t w = 0; w < W; ++w) {
-                    size_t plain = ((o * I + i) * H + h) * W + w;
-                    size_t ohwi = ((o * H + h) * W + w) * I + i;
-                    if (to_ohwi) std::memcpy(dst + ohwi * es, src + plain * es, es);
-                    else std::memcpy(dst + plain * es, src + ohwi * es, es);
-                }
-}
-
 } // namespace
 
 Tensor WeightsProvider::fetch_rows(const WeightSpec &spec, int64_t begin, int64_t end, const Allocator &alloc) {
-    auto start = std::chrono::steady_clock::now();
-    Tensor t = read_weight_rows(resolve_weight_file(folder_, spec), spec, begin, end, alloc);
-    read_us_ += static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+    Stopwatch watch;
+    Tensor t = read_weight_rows(resolve_weight_file(folder_, spec), spec, begin, end, alloc, &bytes_copied_);
+    read_us_ += watch.elapsed_us();
     bytes_read_ += t.byte_size();
     return t;
 }
 
 Tensor WeightsProvider::read_counted(const WeightSpec &spec, const Allocator &alloc) {
-    auto start = std::chrono::steady_clock::now();
-    Tensor t = read_weight_file(resolve_weight_file(folder_, spec), spec, alloc);
-    read_us_ += static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+    Stopwatch watch;
+    Tensor t = read_weight_file(resolve_weight_file(folder_, spec), spec, alloc, &bytes_copied_);
+    read_us_ += watch.elapsed_us();
     bytes_read_ += spec.byte_size();
     return t;
 }
@@ -97,7 +86,8 @@ ResolvedWeight resolve_weight_file(const std::string &folder, const WeightSpec &
     return {plain_path, Layout::Plain};
 }
 
-Tensor read_weight_file(const ResolvedWeight &file, const WeightSpec &spec, const Allocator &alloc) {
+Tensor read_weight_file(const ResolvedWeight &file, const WeightSpec &spec, const Allocator &alloc,
+                        std::atomic<uint64_t> *copied) {
     Tensor t = make_tensor(alloc, spec.dtype, spec.shape);
     t.set_quant(spec.quant);
     t.set_layout(file.layout);
@@ -110,7 +100,7 @@ Tensor read_weight_file(const ResolvedWeight &file, const WeightSpec &spec, cons
     if (got != want)
         fail(ONNXSTREAM_ERR_IO, "weight file ", file.path, " is truncated: read ", got, " of ", want, " bytes");
     if (extra) fail(ONNXSTREAM_ERR_IO, "weight file ", file.path, " is larger than the declared ", want, " bytes");
-    return adapt_weight_layout(std::move(t), spec, alloc);
+    return serve_layout(std::move(t), spec, alloc, copied);
 }
 
 namespace {
@@ -124,7 +114,7 @@ Shape row_shape(const Shape &shape, int64_t begin, int64_t end) {
 } // namespace
 
 Tensor read_weight_rows(const ResolvedWeight &file, const WeightSpec &spec, int64_t begin, int64_t end,
-                        const Allocator &alloc) {
+                        const Allocator &alloc, std::atomic<uint64_t> *copied) {
     WeightSpec part = spec;
     part.shape = row_shape(spec.shape, begin, end);
     Tensor t = make_tensor(alloc, part.dtype, part.shape);
@@ -143,27 +133,59 @@ Tensor read_weight_rows(const ResolvedWeight &file, const WeightSpec &spec, int6
     if (got != want)
         fail(ONNXSTREAM_ERR_IO, "weight file ", file.path, " is truncated: rows ", begin, "..", end, " need ", want,
              " bytes, read ", got);
-    return adapt_weight_layout(std::move(t), part, alloc);
+    return serve_layout(std::move(t), part, alloc, copied);
 }
 
-Tensor copy_weight_rows(const Tensor &whole, int64_t begin, int64_t end, const Allocator &alloc) {
+Tensor copy_weight_rows(const Tensor &whole, int64_t begin, int64_t end, const Allocator &alloc,
+                        std::atomic<uint64_t> *copied) {
     Tensor t = make_tensor(alloc, whole.dtype(), row_shape(whole.shape(), begin, end));
     t.set_quant(whole.quant());
     t.set_layout(whole.layout());
     const size_t row_bytes = whole.byte_size() / static_cast<size_t>(whole.dim(0));
     std::memcpy(t.raw(), static_cast<const uint8_t *>(whole.raw()) + row_bytes * static_cast<size_t>(begin),
                 t.byte_size());
+    if (copied) *copied += t.byte_size();
     return t;
 }
 
-Tensor adapt_weight_layout(Tensor t, const WeightSpec &spec, const Allocator &alloc) {
-    if (t.layout() == spec.wanted) return t;
-    Tensor out = make_tensor(alloc, spec.dtype, spec.shape);
-    out.set_quant(spec.quant);
-    out.set_layout(spec.wanted);
-    transpose_conv_weight(static_cast<const uint8_t *>(t.raw()), static_cast<uint8_t *>(out.raw()), spec.shape,
-                          dtype_size(spec.dtype), spec.wanted == Layout::OHWI);
-    return out;
+void load_quant_scales(Graph &graph, const std::string &folder) {
+    std::unordered_map<std::string, std::shared_ptr<const std::vector<float>>> loaded;
+    for (const Node &node : graph.nodes())
+        for (size_t k = 0; k < node.inputs.size(); ++k) {
+            const NodeInput &in = node.inputs[k];
+            if (in.kind != NodeInput::Weight || !in.weight.quant.per_channel()) continue;
+            const TensorRef &ref = node.line->inputs[k];
+            const size_t channels = static_cast<size_t>(ref.shape[static_cast<size_t>(ref.quant.axis)]);
+            auto &scales = loaded[ref.scales_file];
+            if (!scales) {
+                if (folder.empty())
+                    fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, node.where, ": needs scales file ", ref.scales_file,
+                         " of weight ", ref.name, " but no weights folder was given");
+                const std::string path = path_inside_folder(folder, ref.scales_file, "scales file");
+                std::ifstream f(path, std::ios::binary | std::ios::ate);
+                if (!f)
+                    fail(ONNXSTREAM_ERR_IO, node.where, ": cannot open scales file ", path, " of weight ", ref.name,
+                         ": ", std::strerror(errno));
+                const auto size = static_cast<uint64_t>(f.tellg());
+                if (size != channels * sizeof(float))
+                    fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": scales file ", path, " has ", size,
+                         " bytes but weight ", ref.name, " ", shape_str(ref.shape), " needs ", channels,
+                         " float32 scales along axis ", ref.quant.axis, " (", channels * sizeof(float), " bytes)");
+                auto values = std::make_shared<std::vector<float>>(channels);
+                f.seekg(0);
+                if (channels && !f.read(reinterpret_cast<char *>(values->data()), static_cast<std::streamsize>(size)))
+                    fail(ONNXSTREAM_ERR_IO, node.where, ": cannot read scales file ", path);
+                for (size_t c = 0; c < channels; ++c)
+                    if (!((*values)[c] > 0) || !std::isfinite((*values)[c]))
+                        fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": scales file ", path, ": scale ", c, " is ",
+                             (*values)[c], " (expected positive and finite)");
+                scales = std::move(values);
+            } else if (scales->size() != channels) {
+                fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": scales file ", ref.scales_file, " holds ",
+                     scales->size(), " scales but weight ", ref.name, " needs ", channels);
+            }
+            graph.set_channel_scales(static_cast<size_t>(node.index), k, scales);
+        }
 }
 
 } // namespace onnxstream

@@ -4,6 +4,8 @@
 // beside or instead of it. resolve_weight_file picks the file to read and the layout it holds.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <string>
 
 #include "graph/graph.h"
@@ -19,19 +21,25 @@ struct ResolvedWeight {
 // Throws IO naming the file (and the _nhwc twin tried) when neither exists or the size is wrong.
 ResolvedWeight resolve_weight_file(const std::string &folder, const WeightSpec &spec);
 
-// Read a whole weight file into a tracked tensor in spec's dtype/shape and the file's layout.
-Tensor read_weight_file(const ResolvedWeight &file, const WeightSpec &spec, const Allocator &alloc);
+// Read a whole weight file into a tracked tensor in spec's dtype/shape, in the layout serve_layout gives
+// (weights/prepare.h: the file's own when the op prepares its kernel, else Plain).
+// `copied` (optional) counts the bytes written by a layout change (WeightsProvider::bytes_copied).
+Tensor read_weight_file(const ResolvedWeight &file, const WeightSpec &spec, const Allocator &alloc,
+                        std::atomic<uint64_t> *copied = nullptr);
 
 // Read rows [begin, end) along dim 0 of a weight file (a chunk of output channels for OIHW and OHWI
-// alike) into a tracked tensor in spec.wanted layout.
+// alike) into a tracked tensor, in the layout serve_layout gives.
 Tensor read_weight_rows(const ResolvedWeight &file, const WeightSpec &spec, int64_t begin, int64_t end,
-                        const Allocator &alloc);
+                        const Allocator &alloc, std::atomic<uint64_t> *copied = nullptr);
 
 // Rows [begin, end) of a whole weight tensor, copied (for providers that hold whole weights).
-Tensor copy_weight_rows(const Tensor &whole, int64_t begin, int64_t end, const Allocator &alloc);
+Tensor copy_weight_rows(const Tensor &whole, int64_t begin, int64_t end, const Allocator &alloc,
+                        std::atomic<uint64_t> *copied = nullptr);
 
-// Bring a fetched weight to the layout the consumer wants (OIHW <-> OHWI transpose of a 4-D weight),
-// so every provider hands ops exactly spec.wanted. Returns t itself when nothing needs to change.
-Tensor adapt_weight_layout(Tensor t, const WeightSpec &spec, const Allocator &alloc);
+// Read the scales files of per-channel weights (int8[@scales.bin,axis]) from `folder` into the graph's weight
+// specs, each file once. Call once at load, before planning. Throws IO naming a missing or unreadable file,
+// INVALID_MODEL when a file's size is not channels x 4 bytes or a scale is not positive and finite,
+// INVALID_ARGUMENT when a per-channel weight exists and `folder` is empty.
+void load_quant_scales(Graph &graph, const std::string &folder);
 
 } // namespace onnxstream

@@ -11,10 +11,15 @@
 
 #include <cpuinfo.h>
 
+#include "tensor/allocator.h"
 #include "tensor/mapping_cache.h"
 #include "util/error.h"
 
 namespace onnxstream::xnn {
+
+// The read-past-the-end contract: every tracked tensor carries kTensorPadding readable bytes after its data
+// and the executor gives the same to any input without them, so no kernel call needs a copy for slack.
+static_assert(XNN_EXTRA_BYTES <= kTensorPadding, "tracked tensors must carry XNNPACK's read-past-the-end slack");
 
 namespace {
 const char *status_text(enum xnn_status s) {

@@ -3,7 +3,8 @@
  * acquire/release provider (every acquire released exactly once), destroy called exactly once when
  * replaced and at model destroy, a failing callback reported as ONNXSTREAM_ERR_CALLBACK with the
  * host's message and the weight file name, and the model running again once the host recovers.
- * A Conv checks that hosts serve the OIHW layout model.txt declares, whatever the engine prefers.
+ * A Conv checks that hosts serve the OIHW layout model.txt declares, whatever the engine prefers, and
+ * run stats count the bytes the engine then copies on the weight path.
  */
 #include <stdio.h>
 #include <string.h>
@@ -46,6 +47,17 @@ static void check_result(onnxstream_model_t *m) {
     for (o = 0; o < 3; ++o)
         for (h = 0; h < 2; ++h)
             for (w = 0; w < 2; ++w) CHECK_FLOAT(((const float *)view.data)[(o * 2 + h) * 2 + w], expected_out(o, h, w));
+}
+
+/* weight_bytes_copied of the last run: the Conv reorders the 36-float OIHW kernel into OHWI (the host's
+ * layout is not the kernel's); `padded` more floats when weights come zero-copy without XNNPACK's
+ * read-past-the-end slack and an op that reads past the end (the Add, 3 floats) gets a padded copy. */
+static void check_copied(onnxstream_model_t *m, int padded) {
+    onnxstream_run_stats_t s;
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    if (!CHECK_OK(onnxstream_model_run_stats(m, &s))) return;
+    CHECK(s.weight_bytes_copied == (uint64_t)(36 + padded) * sizeof(float));
 }
 
 /* ---- host state --------------------------------------------------------------------------------- */
@@ -198,6 +210,7 @@ static void test_read_provider(void) {
         CHECK_OK(onnxstream_model_run(m));
         check_result(m);
         CHECK(h.reads - reads_before >= 3); /* every weight, every run: the host is the cache */
+        check_copied(m, 0);
     }
     CHECK(h.bad_request == 0);
     CHECK(h.prefetches >= 3);
@@ -219,6 +232,7 @@ static void test_zero_copy_provider(void) {
         check_result(m);
         /* Released after the op that used them, so none is held between runs. */
         check_all_released_once(&h);
+        check_copied(m, 3);
     }
     CHECK(h.acquires >= 9);
     CHECK(h.reads == 0); /* read is not used when acquire is set (and is NULL here) */

@@ -7,6 +7,7 @@
 #include "graph/graph.h"
 #include "ops/registry.h"
 #include "test_util.h"
+#include "weights/weight_files.h"
 
 using namespace onnxstream;
 using onnxstream::test::expect_error;
@@ -92,7 +93,7 @@ TEST(Graph, PerChannelScalesAreLoadedOncePerFile) {
     EXPECT_TRUE(q.per_channel());
     EXPECT_EQ(q.axis, 1);
     EXPECT_FALSE(q.channel_scales);
-    g->load_quant_scales(dir.path());
+    load_quant_scales(*g, dir.path());
     const QuantParams &a = g->nodes()[0].inputs[1].weight.quant, &b = g->nodes()[1].inputs[1].weight.quant;
     ASSERT_TRUE(a.channel_scales);
     EXPECT_EQ(*a.channel_scales, (std::vector<float>{0.5f, 0.25f, 2.0f}));
@@ -104,15 +105,15 @@ TEST(Graph, PerChannelScalesErrors) {
     onnxstream::test::TempDir dir;
     onnxstream::test::write_floats(dir.file("s.bin"), {0.5f, 0.25f});
     auto g = build("a:MatMul*input:x(1,2);w.bin(int8[@s.bin,1]:2,3)*output:y(1,3)\n");
-    std::string msg = expect_error(ONNXSTREAM_ERR_INVALID_MODEL, [&] { g->load_quant_scales(dir.path()); });
+    std::string msg = expect_error(ONNXSTREAM_ERR_INVALID_MODEL, [&] { load_quant_scales(*g, dir.path()); });
     EXPECT_CONTAINS(msg, "m.txt:1 (a MatMul): scales file ");
     EXPECT_CONTAINS(msg, "s.bin has 8 bytes but weight w.bin (2,3) needs 3 float32 scales along axis 1 (12 bytes)");
     g = build("a:MatMul*input:x(1,2);w.bin(int8[@missing.bin,0]:2,3)*output:y(1,3)\n");
-    msg = expect_error(ONNXSTREAM_ERR_IO, [&] { g->load_quant_scales(dir.path()); });
+    msg = expect_error(ONNXSTREAM_ERR_IO, [&] { load_quant_scales(*g, dir.path()); });
     EXPECT_CONTAINS(msg, "cannot open scales file " + dir.file("missing.bin"));
     onnxstream::test::write_floats(dir.file("z.bin"), {0.5f, 0.0f});
     g = build("a:MatMul*input:x(1,2);w.bin(int8[@z.bin,0]:2,3)*output:y(1,3)\n");
-    msg = expect_error(ONNXSTREAM_ERR_INVALID_MODEL, [&] { g->load_quant_scales(dir.path()); });
+    msg = expect_error(ONNXSTREAM_ERR_INVALID_MODEL, [&] { load_quant_scales(*g, dir.path()); });
     EXPECT_CONTAINS(msg, "scale 1 is 0 (expected positive and finite)");
     graph_error(ONNXSTREAM_ERR_INVALID_MODEL, "a:Foo*input:x(2);w.bin(int8[@../s.bin,0]:2,2)*output:y(2)\n");
 }

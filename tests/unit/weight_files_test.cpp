@@ -1,5 +1,7 @@
-// Weight file resolution (OnnxStream's _nchw/_nhwc twins), size checks, OIHW<->OHWI transposition, and
-// the built-in file providers (nocache, mmap, ram) serving the right bytes in the wanted layout.
+// Weight file resolution (OnnxStream's _nchw/_nhwc twins), size checks, the layout providers serve, and
+// the built-in file providers (nocache, mmap, ram) serving the right bytes.
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <numeric>
@@ -13,6 +15,7 @@
 
 #include "tensor/half.h"
 #include "test_util.h"
+#include "weights/prepare.h"
 #include "weights/provider.h"
 #include "weights/weight_files.h"
 
@@ -178,17 +181,18 @@ TEST(ReadWeight, FileChangedAfterResolve) {
     EXPECT_EQ(alloc.current_bytes(), 0u) << "nothing leaks on failure";
 }
 
-TEST(ReadWeight, OihwToOhwiTransposition) {
+TEST(ReadWeight, KernelsTheOpPreparesComeInTheFileLayout) {
     TempDir dir;
     std::vector<float> oihw = iota_floats(48, 100);
     write_floats(dir.file("w_nchw.bin"), oihw);
     Allocator alloc;
+    // Wanted OHWI means the op reorders the kernel itself (weights/prepare.h), in one pass with any
+    // conversion: the file's order is served untouched.
     WeightSpec s = spec_of("w_nchw.bin", kConv, Layout::OHWI);
     Tensor t = read_weight_file(resolve_weight_file(dir.path(), s), s, alloc);
-    EXPECT_EQ(t.layout(), Layout::OHWI);
-    EXPECT_EQ(t.shape(), kConv) << "the shape stays the declared OIHW one";
-    EXPECT_EQ(floats_of(t), to_ohwi(oihw, kConv));
-    EXPECT_EQ(t.data<float>()[ohwi_index(kConv, 2, 1, 1, 3)], oihw[oihw_index(kConv, 2, 1, 1, 3)]);
+    EXPECT_EQ(t.layout(), Layout::Plain);
+    EXPECT_EQ(t.shape(), kConv);
+    EXPECT_EQ(floats_of(t), oihw);
 }
 
 TEST(ReadWeight, OhwiTwinToPlainTransposition) {
@@ -207,31 +211,21 @@ TEST(ReadWeight, OhwiTwinToPlainTransposition) {
     EXPECT_EQ(floats_of(u), to_ohwi(oihw, kConv));
 }
 
-TEST(ReadWeight, TranspositionOfHalfWeights) {
-    TempDir dir;
-    const Shape s4 = {2, 3, 1, 2};
-    std::vector<uint16_t> oihw(12);
-    for (size_t k = 0; k < oihw.size(); ++k) oihw[k] = float_to_half(static_cast<float>(k));
-    write_file(dir.file("h_nchw.bin"), std::string(reinterpret_cast<const char *>(oihw.data()), 24));
+TEST(ServeLayout, OnlyPlainRequestsOfOhwiTensorsMove) {
     Allocator alloc;
-    WeightSpec s = spec_of("h_nchw.bin", s4, Layout::OHWI, DType::F16);
-    Tensor t = read_weight_file(resolve_weight_file(dir.path(), s), s, alloc);
-    for (int64_t o = 0; o < 2; ++o)
-        for (int64_t i = 0; i < 3; ++i)
-            for (int64_t w = 0; w < 2; ++w)
-                EXPECT_EQ(t.data<uint16_t>()[ohwi_index(s4, o, i, 0, w)], oihw[oihw_index(s4, o, i, 0, w)]);
-}
-
-TEST(ReadWeight, AdaptIsANoOpWhenLayoutsMatch) {
-    Allocator alloc;
+    std::vector<float> oihw = iota_floats(48, 3);
     Tensor t = make_tensor(alloc, DType::F32, kConv);
-    WeightSpec s = spec_of("w_nchw.bin", kConv, Layout::Plain);
-    Tensor same = adapt_weight_layout(t, s, alloc);
+    std::vector<float> ohwi = to_ohwi(oihw, kConv);
+    std::copy(ohwi.begin(), ohwi.end(), t.data<float>());
+    t.set_layout(Layout::OHWI);
+    std::atomic<uint64_t> copied{0};
+    Tensor same = serve_layout(t, spec_of("w_nchw.bin", kConv, Layout::OHWI), alloc, &copied);
     EXPECT_EQ(same.raw(), t.raw());
-    s.wanted = Layout::OHWI;
-    Tensor moved = adapt_weight_layout(t, s, alloc);
-    EXPECT_NE(moved.raw(), t.raw());
-    EXPECT_EQ(moved.layout(), Layout::OHWI);
+    EXPECT_EQ(copied.load(), 0u);
+    Tensor plain = serve_layout(t, spec_of("w_nchw.bin", kConv, Layout::Plain), alloc, &copied);
+    EXPECT_EQ(plain.layout(), Layout::Plain);
+    EXPECT_EQ(floats_of(plain), oihw);
+    EXPECT_EQ(copied.load(), 48u * sizeof(float));
 }
 
 // ---- built-in file providers ----------------------------------------------------------------------
@@ -266,8 +260,8 @@ TEST_P(FileProviders, ValidateAndFetch) {
         Tensor b = p->fetch(spec_of("b.bin", {3}), alloc);
         EXPECT_EQ(floats_of(b), (std::vector<float>{5, 6, 7}));
         Tensor w = p->fetch(spec_of("w_nchw.bin", kConv, Layout::OHWI), alloc);
-        EXPECT_EQ(w.layout(), Layout::OHWI);
-        EXPECT_EQ(floats_of(w), to_ohwi(oihw, kConv));
+        EXPECT_EQ(w.layout(), Layout::Plain) << "no _nhwc twin: the op reorders the kernel itself";
+        EXPECT_EQ(floats_of(w), oihw);
         Tensor plain = p->fetch(spec_of("w_nchw.bin", kConv, Layout::Plain), alloc);
         EXPECT_EQ(plain.layout(), Layout::Plain);
         EXPECT_EQ(floats_of(plain), oihw);

@@ -25,7 +25,7 @@ from ctypes import (
 from ._library import LibraryError, open_library
 
 # The header this file mirrors: ONNXSTREAM_VERSION of include/onnxstream.h.
-HEADER_VERSION = 400
+HEADER_VERSION = 500
 
 # C enums are int-sized (the library's own c_enum() static_asserts it).
 c_status = c_int
@@ -136,6 +136,8 @@ class RunStats(Structure):
         ("fp16_ops", c_uint64),
         ("fp16_fallbacks", c_uint64),
         ("arithmetic", c_int32),
+        # Since 0.5:
+        ("weight_bytes_copied", c_uint64),
     ]
 
 

@@ -26,6 +26,7 @@ class RunStats(NamedTuple):
     fp16_ops: int  #: ops that computed in float16 arithmetic
     fp16_fallbacks: int  #: ops meant for float16 that ran in float32 (no f16 kernels)
     arithmetic: Arithmetic  #: the model's resolved arithmetic: FP32 or FP16
+    weight_bytes_copied: int  #: bytes written turning weights into kernel input (layout, widening, copies)
 
 
 def memory_stats(s: _capi.MemoryStats) -> MemoryStats:
@@ -38,4 +39,5 @@ def run_stats(s: _capi.RunStats) -> RunStats:
     except ValueError:  # a value added by a newer library
         arithmetic = int(s.arithmetic)
     return RunStats(int(s.run_us), int(s.weight_bytes_read), int(s.weight_read_us), int(s.weight_wait_us),
-                    int(s.layout_transposes), int(s.fp16_ops), int(s.fp16_fallbacks), arithmetic)
+                    int(s.layout_transposes), int(s.fp16_ops), int(s.fp16_fallbacks), arithmetic,
+                    int(s.weight_bytes_copied))

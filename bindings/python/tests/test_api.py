@@ -15,9 +15,9 @@ def open_tiny(tiny_dir, **kwargs) -> onnxstream.Model:
 
 
 def test_version_and_library():
-    assert onnxstream.__version__ == "0.4.0"
+    assert onnxstream.__version__ == "0.5.0"
     major, minor, _ = (int(p) for p in onnxstream.library_version().split("."))
-    assert (major, minor) >= (0, 4)
+    assert (major, minor) >= (0, 5)
     assert "XNNPACK" in onnxstream.kernel_library()
 
 

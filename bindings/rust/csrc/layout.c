@@ -83,6 +83,7 @@ int main(void) {
     FIELD(onnxstream_run_stats_t, fp16_ops);
     FIELD(onnxstream_run_stats_t, fp16_fallbacks);
     FIELD(onnxstream_run_stats_t, arithmetic);
+    FIELD(onnxstream_run_stats_t, weight_bytes_copied);
 
     CONST(ONNXSTREAM_VERSION);
     CONST(ONNXSTREAM_OK);

@@ -81,6 +81,8 @@ pub struct RunStats {
     pub weight_wait_time: Duration,
     /// NCHW <-> NHWC activation transposes done (in ops and at the layout plan's boundaries).
     pub layout_transposes: u64,
+    /// Bytes written turning weights into kernel input (layout changes, widening, dequantization, copies).
+    pub weight_bytes_copied: u64,
 }
 
 type ProgressFn = dyn FnMut(&Progress<'_>) -> ControlFlow<()> + Send;
@@ -445,6 +447,7 @@ impl Model {
             fp16_ops: 0,
             fp16_fallbacks: 0,
             arithmetic: 0,
+            weight_bytes_copied: 0,
         };
         // Safety: valid model and struct.
         self.check(unsafe { sys::onnxstream_model_run_stats(self.ptr(), &mut s) })?;
@@ -454,6 +457,7 @@ impl Model {
             weight_read_time: Duration::from_micros(s.weight_read_us),
             weight_wait_time: Duration::from_micros(s.weight_wait_us),
             layout_transposes: s.layout_transposes,
+            weight_bytes_copied: s.weight_bytes_copied,
         })
     }
 }

@@ -9,7 +9,7 @@ pub type onnxstream_status_t = c_int;
 pub type onnxstream_dtype_t = c_int;
 pub type onnxstream_log_level_t = c_int;
 
-pub const ONNXSTREAM_VERSION: u32 = 400;
+pub const ONNXSTREAM_VERSION: u32 = 500;
 
 pub const ONNXSTREAM_OK: onnxstream_status_t = 0;
 pub const ONNXSTREAM_ERR_INVALID_ARGUMENT: onnxstream_status_t = 1;
@@ -153,6 +153,7 @@ pub struct onnxstream_run_stats_t {
     pub fp16_ops: u64,
     pub fp16_fallbacks: u64,
     pub arithmetic: i32,
+    pub weight_bytes_copied: u64,
 }
 
 extern "C" {
@@ -349,7 +350,8 @@ mod layout_tests {
                 layout_transposes,
                 fp16_ops,
                 fp16_fallbacks,
-                arithmetic
+                arithmetic,
+                weight_bytes_copied
             }
         );
         rust_consts!(

@@ -1,4 +1,4 @@
-#include "exec/memory_mode.h"
+#include "capi/model_options.h"
 
 namespace onnxstream {
 
@@ -15,17 +15,15 @@ AttentionAlgo algo_of(onnxstream_attention_t a) {
 }
 } // namespace
 
-MemorySettings memory_settings(onnxstream_memory_mode_t mode, onnxstream_provider_kind_t explicit_provider,
-                               uint64_t explicit_prefetch_bytes, onnxstream_attention_t explicit_attention,
-                               int explicit_slices, uint64_t explicit_chunk_bytes) {
-    MemorySettings m;
+ModelOptions model_options_from(const onnxstream_model_options_t &o) {
+    ModelOptions m;
     // Figures: full-size fp16 SD 1.5 UNet, 2 threads, warm page cache, ONNX Runtime 4.0 s per run in the same
     // script run (docs/benchmarks.md). Weights stream in 4 MiB output-channel chunks in every mode: besides
     // bounding memory, a chunk's packed weights stay in the CPU caches while the GEMM sweeps all pixels, which
     // made chunked runs faster than whole-weight ones even with everything in RAM (4.2 vs 5.4 s). The mapping
     // cache budget decides most of the rest: freshly mapped pages cost a fault and a clear each (min with an
     // 8 MiB cache: 6.3 s; 12 MiB: 4.8 s at 82 MB RSS; 32 MiB: 4.0 s at 104 MB).
-    switch (mode) {
+    switch (o.memory_mode) {
     case ONNXSTREAM_MEMORY_MIN:
         // Nothing read ahead, nothing kept: peak = the biggest op's activations + one weight chunk.
         m.provider = ONNXSTREAM_PROVIDER_NOCACHE;
@@ -54,21 +52,19 @@ MemorySettings memory_settings(onnxstream_memory_mode_t mode, onnxstream_provide
         m.mapping_cache_bytes = 32 * MiB;
         break;
     }
-    if (explicit_provider != ONNXSTREAM_PROVIDER_AUTO) m.provider = explicit_provider;
-    if (explicit_prefetch_bytes) m.prefetch_bytes = explicit_prefetch_bytes;
-    if (explicit_attention != ONNXSTREAM_ATTENTION_AUTO) m.run.attention = algo_of(explicit_attention);
-    if (explicit_slices > 0) m.run.attention_slices = explicit_slices;
-    if (explicit_chunk_bytes == UINT64_MAX) m.run.weight_chunk_bytes = 0;
-    else if (explicit_chunk_bytes) m.run.weight_chunk_bytes = explicit_chunk_bytes;
+    // The user's explicit choices: AUTO / 0 mean "from the mode"; weight_chunk_bytes UINT64_MAX = never chunk.
+    if (o.provider != ONNXSTREAM_PROVIDER_AUTO) m.provider = static_cast<onnxstream_provider_kind_t>(o.provider);
+    if (o.prefetch_bytes) m.prefetch_bytes = o.prefetch_bytes;
+    if (o.attention != ONNXSTREAM_ATTENTION_AUTO) m.run.attention = algo_of(static_cast<onnxstream_attention_t>(o.attention));
+    if (o.attention_slices > 0) m.run.attention_slices = o.attention_slices;
+    if (o.weight_chunk_bytes == UINT64_MAX) m.run.weight_chunk_bytes = 0;
+    else if (o.weight_chunk_bytes) m.run.weight_chunk_bytes = o.weight_chunk_bytes;
+    m.threads = static_cast<size_t>(o.threads);
+    m.run.nhwc_layout = (o.flags & ONNXSTREAM_FLAG_NCHW_ONLY) == 0;
+    if (o.cache_path) m.cache_path = o.cache_path;
+    m.max_bytes = o.max_bytes;
+    m.arithmetic = static_cast<onnxstream_arithmetic_t>(o.arithmetic);
     return m;
-}
-
-const char *memory_mode_name(onnxstream_memory_mode_t mode) {
-    switch (mode) {
-    case ONNXSTREAM_MEMORY_MIN: return "min";
-    case ONNXSTREAM_MEMORY_MAX_SPEED: return "max-speed";
-    default: return "balanced";
-    }
 }
 
 } // namespace onnxstream
