@@ -178,7 +178,6 @@ template <typename T> constexpr DType dtype_of() {
 
 template <typename T> struct EinsumOperand {
     const T *data = nullptr;
-    bool padded = true;
     std::vector<int> labels;
     std::vector<int64_t> dims, strides;
     Tensor owner; // keeps intermediate results alive
@@ -261,10 +260,11 @@ template <typename T> bool is_laid_out(const EinsumOperand<T> &op, const std::ve
 }
 
 // Contiguous copy of `op` with its labels in `order` (a subset), summing the labels not in `order`.
-// Returns op itself when it already is laid out that way and `need_padded` is satisfied.
+// Returns op itself when it already is laid out that way (inputs and scratch are readable past their end,
+// so XNNPACK may read it as it is).
 template <typename T>
 EinsumOperand<T> arrange(const RunContext &ctx, const EinsumOperand<T> &op, const std::vector<int> &order,
-                         bool need_padded, T *into = nullptr) {
+                         T *into = nullptr) {
     std::vector<int64_t> dims, strides;
     std::vector<int> labels = order;
     for (int l : order) {
@@ -291,9 +291,8 @@ EinsumOperand<T> arrange(const RunContext &ctx, const EinsumOperand<T> &op, cons
         if (dims[i] != 1 && strides[i] != expect) contiguous = false;
         expect *= dims[i];
     }
-    if (contiguous && !into && (op.padded || !need_padded)) {
+    if (contiguous && !into) {
         r.data = op.data;
-        r.padded = op.padded;
         r.owner = op.owner;
         return r;
     }
@@ -310,7 +309,6 @@ EinsumOperand<T> arrange(const RunContext &ctx, const EinsumOperand<T> &op, cons
         sum_rows(full.template data<const T>(), kept, reduced, dst, ctx.pool());
     }
     r.data = dst;
-    r.padded = true;
     return r;
 }
 
@@ -330,7 +328,6 @@ void run_einsum_typed(RunContext &ctx, const std::vector<Tensor> &inputs, const 
     for (size_t t = 0; t < inputs.size(); ++t) {
         EinsumOperand<T> op;
         op.data = inputs[t].template data<T>();
-        op.padded = inputs[t].storage()->padded();
         op.owner = inputs[t];
         const Shape &shape = inputs[t].shape();
         int64_t stride = 1;
@@ -383,14 +380,14 @@ void run_einsum_typed(RunContext &ctx, const std::vector<Tensor> &inputs, const 
         b_order.insert(b_order.end(), ns.begin(), ns.end());
         y_labels.insert(y_labels.end(), ms.begin(), ms.end());
         y_labels.insert(y_labels.end(), ns.begin(), ns.end());
-        EinsumOperand<T> a = arrange(ctx, acc, a_order, true);
+        EinsumOperand<T> a = arrange(ctx, acc, a_order);
         // XNNPACK packs a right-hand matrix from (n, k) as readily as from (k, n): when rhs already is
         // (batch, N, K), as K in "bhid,bhjd->bhij", it is used in place instead of transposed.
         std::vector<int> b_nk_order = batch;
         b_nk_order.insert(b_nk_order.end(), ns.begin(), ns.end());
         b_nk_order.insert(b_nk_order.end(), ks.begin(), ks.end());
         bool b_nk = std::is_same_v<T, float> && !is_laid_out(rhs, b_order) && is_laid_out(rhs, b_nk_order);
-        EinsumOperand<T> b = arrange(ctx, rhs, b_nk ? b_nk_order : b_order, false);
+        EinsumOperand<T> b = arrange(ctx, rhs, b_nk ? b_nk_order : b_order);
         int64_t nb = size_of(batch), nm = size_of(ms), nk = size_of(ks), nn = size_of(ns);
 
         EinsumOperand<T> y;
@@ -403,7 +400,7 @@ void run_einsum_typed(RunContext &ctx, const std::vector<Tensor> &inputs, const 
         for (size_t i = y.dims.size(); i-- > 1;) y.strides[i - 1] = y.strides[i] * y.dims[i];
         acc = std::move(y);
     }
-    arrange(ctx, acc, e.output, false, out);
+    arrange(ctx, acc, e.output, out);
 }
 
 void run_einsum(RunContext &ctx) {
@@ -435,9 +432,8 @@ void run_einsum(RunContext &ctx) {
 } // namespace
 
 void register_einsum_ops(Registry &r) {
-    // Operands reach XNNPACK only through arrange copies, which give them the read-past-the-end slack
-    // XNNPACK inputs need.
-    r.add("Einsum", infer_einsum, run_einsum).with_reads_weights_exactly();
+    // No input is read exactly: operands may go to XNNPACK as they are, so the executor pads zero-copy weights.
+    r.add("Einsum", infer_einsum, run_einsum);
 }
 
 } // namespace onnxstream
