@@ -295,13 +295,8 @@ void keep_fp16_where_engine_runs(const IrGraph &g, const ModelText &text, std::m
     }
 }
 
-// Weight files and model.txt lines for g; throws for anything model.txt cannot express.
-OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSummary &summary) {
-    OutputPlan plan;
-    auto &weights = plan.weights;
-    auto &text = plan.text;
-    GraphIndex idx(g);
-
+// Every graph output must be computed by an op; one that is also read inside the graph gets a note.
+void check_graph_outputs(const IrGraph &g, const GraphIndex &idx, WriteSummary &summary) {
     for (const auto &out : g.outputs) {
         if (g.is_constant(out))
             fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": graph output '", out,
@@ -315,8 +310,10 @@ OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSumma
                                         "list it as an output: ask for it with onnxstream_model_add_output(\"",
                                         escape_name(out), "\")"));
     }
+}
 
-    // Plan the weight files: one per constant, plus the OHWI twin of 4-D Conv weights.
+// The weight files: one per constant, plus the OHWI twin of 4-D Conv weights, stored as the options ask.
+void plan_weights(const IrGraph &g, const WriteOptions &options, std::map<std::string, WeightPlan> &weights) {
     for (const Node &n : g.nodes)
         for (size_t k = 0; k < n.inputs.size(); ++k) {
             auto it = g.constants.find(n.inputs[k]);
@@ -349,6 +346,16 @@ OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSumma
             w.stored = DType::U8;
             u8_weight_params(*w.data, w.u8_scale, w.u8_zero_point);
         }
+}
+
+// Weight files and model.txt lines for g; throws for anything model.txt cannot express.
+OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSummary &summary) {
+    OutputPlan plan;
+    auto &weights = plan.weights;
+    auto &text = plan.text;
+    GraphIndex idx(g);
+    check_graph_outputs(g, idx, summary);
+    plan_weights(g, options, weights);
 
     // model.txt
     auto activation_ref = [&](const std::string &name, const Node &n) {
