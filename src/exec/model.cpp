@@ -65,12 +65,46 @@ void Model::load_file(const std::string &path) {
     text << in.rdbuf();
     if (in.bad()) fail(ONNXSTREAM_ERR_IO, "cannot read ", file);
     size_t slash = file.rfind('/');
-    load_string(text.str(), slash == std::string::npos ? "." : file.substr(0, slash), file);
+    const std::string folder = slash == std::string::npos ? "." : file.substr(0, slash);
+    load(text.str(), folder, file, folder + "/outputs.txt");
 }
 
+namespace {
+
+// outputs.txt (written by onnxstream-convert when the ONNX graph declares an output that model.txt cannot
+// express as one: a tensor also read inside the graph): one escaped tensor name per line, in the ONNX
+// graph's output order. Readers that do not know it (OnnxStream) ignore it.
+void declare_outputs(Graph &graph, const std::string &path) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return; // no declaration: the outputs model.txt implies
+    std::ifstream in(path);
+    if (!in || !S_ISREG(st.st_mode)) fail(ONNXSTREAM_ERR_IO, "cannot read ", path, ": not a readable file");
+    std::vector<int> declared;
+    std::string name;
+    for (int line = 1; std::getline(in, name); ++line) {
+        if (!name.empty() && name.back() == '\r') name.pop_back();
+        if (name.empty()) continue;
+        const int v = graph.find_value(name);
+        if (v < 0) fail(ONNXSTREAM_ERR_INVALID_MODEL, path, ":", line, ": '", name, "' is not a tensor of model.txt");
+        if (graph.values()[static_cast<size_t>(v)].producer < 0)
+            fail(ONNXSTREAM_ERR_INVALID_MODEL, path, ":", line, ": '", name,
+                 "' is a graph input, not a tensor an op computes");
+        declared.push_back(v);
+    }
+    if (in.bad()) fail(ONNXSTREAM_ERR_IO, "cannot read ", path);
+    graph.declare_outputs(declared);
+}
+} // namespace
+
 void Model::load_string(const std::string &text, const std::string &weights_dir, const std::string &source) {
+    load(text, weights_dir, source, "");
+}
+
+void Model::load(const std::string &text, const std::string &weights_dir, const std::string &source,
+                 const std::string &outputs_file) {
     if (graph_) fail(ONNXSTREAM_ERR_BAD_STATE, "a model is already loaded in this handle; create a new one");
     auto graph = std::make_unique<Graph>(parse_model_txt(text, source), source);
+    if (!outputs_file.empty()) declare_outputs(*graph, outputs_file);
     load_quant_scales(*graph, weights_dir); // per-channel int8 weights' scale files (small; read once)
     if (!custom_provider_) {
         for (const Node &node : graph->nodes())

@@ -42,6 +42,8 @@ public:
 
     // A folder containing model.txt, or a model.txt path.
     void load_file(const std::string &path);
+    // A folder's outputs.txt, when present, declares the outputs and their order (declare_outputs); a
+    // model.txt given as text has the outputs it implies.
     void load_string(const std::string &text, const std::string &weights_dir, const std::string &source);
     bool loaded() const { return graph_ != nullptr; }
     const Graph &graph() const;
@@ -93,6 +95,9 @@ public:
     }
 
 private:
+    // outputs_file: outputs.txt of the model's folder (used when it exists), or "".
+    void load(const std::string &text, const std::string &weights_dir, const std::string &source,
+              const std::string &outputs_file);
     int input_index(const std::string &name) const;
     const Plan &plan_for_inputs();
 

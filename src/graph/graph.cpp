@@ -148,4 +148,13 @@ void Graph::add_output(int value) {
     if (std::find(outputs_.begin(), outputs_.end(), value) == outputs_.end()) outputs_.push_back(value);
 }
 
+void Graph::declare_outputs(const std::vector<int> &declared) {
+    std::vector<int> outputs;
+    for (int v : declared)
+        if (std::find(outputs.begin(), outputs.end(), v) == outputs.end()) outputs.push_back(v);
+    for (int v : outputs_)
+        if (std::find(outputs.begin(), outputs.end(), v) == outputs.end()) outputs.push_back(v);
+    outputs_ = std::move(outputs);
+}
+
 } // namespace onnxstream

@@ -69,6 +69,9 @@ public:
     int find_value(const std::string &name) const;
     // Mark a consumed tensor as an output too (kept after its last use).
     void add_output(int value);
+    // The outputs the source model declares, in its order (outputs.txt beside model.txt); the values
+    // model.txt implies (computed and never read) that are not among them follow.
+    void declare_outputs(const std::vector<int> &declared);
     // Attach the per-channel scales of a per-channel weight input (weights/weight_files.h reads them).
     void set_channel_scales(size_t node, size_t input, std::shared_ptr<const std::vector<float>> scales);
 

@@ -210,6 +210,9 @@ namespace {
 struct OutputPlan {
     std::map<std::string, WeightPlan> weights; // by constant name; ordered for deterministic output
     ModelText text;
+    // outputs.txt: the ONNX graph's outputs in order, escaped, when model.txt alone cannot say them (a
+    // declared output is also read inside the graph); empty otherwise.
+    std::string declared_outputs;
 };
 
 // Whether the engine's infer for `line` accepts these input dtypes and still gives the outputs the dtypes
@@ -295,8 +298,11 @@ void keep_fp16_where_engine_runs(const IrGraph &g, const ModelText &text, std::m
     }
 }
 
-// Every graph output must be computed by an op; one that is also read inside the graph gets a note.
-void check_graph_outputs(const IrGraph &g, const GraphIndex &idx, WriteSummary &summary) {
+// Every graph output must be computed by an op. model.txt's outputs are the tensors nothing reads; when a
+// declared output is also read inside the graph, outputs.txt lists the declared ones (returned here).
+std::string check_graph_outputs(const IrGraph &g, const GraphIndex &idx, WriteSummary &summary) {
+    bool consumed = false;
+    std::string listing;
     for (const auto &out : g.outputs) {
         if (g.is_constant(out))
             fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": graph output '", out,
@@ -304,12 +310,14 @@ void check_graph_outputs(const IrGraph &g, const GraphIndex &idx, WriteSummary &
         if (!idx.producer.count(out))
             fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": graph output '", out,
                  "' is a graph input passed straight through; model.txt can only output values that ops compute");
-        if (idx.consumers.count(out))
+        if (idx.consumers.count(out)) {
+            consumed = true;
             summary.notes.push_back(cat("graph output '", out,
-                                        "' is also read inside the graph, so model.txt does not "
-                                        "list it as an output: ask for it with onnxstream_model_add_output(\"",
-                                        escape_name(out), "\")"));
+                                        "' is also read inside the graph: outputs.txt declares it beside model.txt"));
+        }
+        listing += escape_name(out) + "\n";
     }
+    return consumed ? listing : std::string();
 }
 
 // The weight files: one per constant, plus the OHWI twin of 4-D Conv weights, stored as the options ask.
@@ -354,7 +362,7 @@ OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSumma
     auto &weights = plan.weights;
     auto &text = plan.text;
     GraphIndex idx(g);
-    check_graph_outputs(g, idx, summary);
+    plan.declared_outputs = check_graph_outputs(g, idx, summary);
     plan_weights(g, options, weights);
 
     // model.txt
@@ -459,6 +467,11 @@ WriteSummary write_model(const IrGraph &g, const std::string &out_dir_arg, const
     {
         OutFile f(tmp.path + "/model.txt");
         f.write(model_txt.data(), model_txt.size());
+        f.close();
+    }
+    if (!plan.declared_outputs.empty()) {
+        OutFile f(tmp.path + "/outputs.txt");
+        f.write(plan.declared_outputs.data(), plan.declared_outputs.size());
         f.close();
     }
     for (const auto &kv : weights) {

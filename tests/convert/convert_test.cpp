@@ -143,6 +143,36 @@ TEST_F(Convert, CnnWithBatchNormFusesIt) {
     run_and_compare(scratch.out(), model_case("cnn_bn"), 1e-4, 1e-3);
 }
 
+// A declared output that the graph also reads comes out of the converted folder with its ONNX name, in the
+// ONNX order, without onnxstream_model_add_output (outputs.txt beside model.txt).
+TEST_F(Convert, DeclaredOutputReadInsideTheGraph) {
+    Conversion c = convert(model_case("shared_output") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    EXPECT_EQ(read_text(scratch.out() + "/outputs.txt"), "out0\nout1\n");
+    run_and_compare(scratch.out(), model_case("shared_output"), 1e-5, 1e-5);
+    onnxstream_model_t *m = nullptr;
+    ASSERT_EQ(onnxstream_model_create(nullptr, &m), ONNXSTREAM_OK);
+    ASSERT_EQ(onnxstream_model_load(m, scratch.out().c_str()), ONNXSTREAM_OK) << onnxstream_model_last_error(m);
+    NpyArray x = read_npy(model_case("shared_output") + "/input_0.npy");
+    ASSERT_EQ(onnxstream_model_push_tensor(m, "x", x.dtype, x.shape.size(), x.shape.data(), x.data.data(), x.data.size()),
+              ONNXSTREAM_OK);
+    ASSERT_EQ(onnxstream_model_run(m), ONNXSTREAM_OK) << onnxstream_model_last_error(m);
+    ASSERT_EQ(onnxstream_model_output_count(m), 2u);
+    onnxstream_tensor_view_t v;
+    std::memset(&v, 0, sizeof(v));
+    v.struct_size = sizeof(v);
+    ASSERT_EQ(onnxstream_model_get_output(m, 0, &v), ONNXSTREAM_OK);
+    EXPECT_STREQ(v.name, "out0") << "the ONNX order: out0 first";
+    onnxstream_model_destroy(m);
+    // A wrong declaration stops the load with the file and line named.
+    std::ofstream(scratch.out() + "/outputs.txt") << "out0\nnot_a_tensor\n";
+    ASSERT_EQ(onnxstream_model_create(nullptr, &m), ONNXSTREAM_OK);
+    EXPECT_EQ(onnxstream_model_load(m, scratch.out().c_str()), ONNXSTREAM_ERR_INVALID_MODEL);
+    EXPECT_NE(std::string(onnxstream_model_last_error(m)).find("outputs.txt:2: 'not_a_tensor'"), std::string::npos)
+        << onnxstream_model_last_error(m);
+    onnxstream_model_destroy(m);
+}
+
 TEST_F(Convert, ExternalDataLoads) {
     Conversion c = convert(model_case("cnn_bn_external") + "/model.onnx", scratch.out());
     ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;

@@ -141,7 +141,19 @@ def torch_models():
             x = x + self.proj(y)
             return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
+    class SharedOutput(nn.Module):
+        """Returns y, which the graph also reads (z = y * 2 + 1): model.txt alone cannot list it as an output."""
+
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+
+        def forward(self, x):
+            y = torch.relu(self.fc(x))
+            return y, y * 2.0 + 1.0
+
     return torch, {
+        "shared_output": (SharedOutput, [("x", (2, 8))], 17),
         "cnn_bn": (CnnBn, [("input", (1, 3, 32, 32))], 13),
         "mobilenet_block": (MobileNetBlock, [("input", (1, 16, 16, 16))], 13),
         "transformer_block": (TransformerBlock, [("x", (1, 16, 64))], 17),
