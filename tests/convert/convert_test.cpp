@@ -171,6 +171,16 @@ TEST_F(Convert, DeclaredOutputReadInsideTheGraph) {
     EXPECT_NE(std::string(onnxstream_model_last_error(m)).find("outputs.txt:2: 'not_a_tensor'"), std::string::npos)
         << onnxstream_model_last_error(m);
     onnxstream_model_destroy(m);
+    // A graph input is not an output an op computes.
+    std::ofstream(scratch.out() + "/outputs.txt") << "out0\n\nx\n";
+    ASSERT_EQ(onnxstream_model_create(nullptr, &m), ONNXSTREAM_OK);
+    EXPECT_EQ(onnxstream_model_load(m, scratch.out().c_str()), ONNXSTREAM_ERR_INVALID_MODEL);
+    EXPECT_NE(std::string(onnxstream_model_last_error(m)).find("outputs.txt:3: 'x' is a graph input"), std::string::npos)
+        << onnxstream_model_last_error(m);
+    // The handle stays usable: a corrected folder loads into it.
+    std::ofstream(scratch.out() + "/outputs.txt") << "out0\nout1\n";
+    EXPECT_EQ(onnxstream_model_load(m, scratch.out().c_str()), ONNXSTREAM_OK) << onnxstream_model_last_error(m);
+    onnxstream_model_destroy(m);
 }
 
 TEST_F(Convert, ExternalDataLoads) {
