@@ -14,7 +14,7 @@
 static const char *usage =
     "usage: sd --models-path DIR [--prompt TEXT] [--neg-prompt TEXT] [--steps N] [--seed N] [--cfg SCALE]\n"
     "          [--sampler euler_a|euler|heun|dpm++2m|dpm++2m_karras|ddim|lcm] [--output FILE.png]\n"
-    "          [--save-latents FILE] [--decode-latents FILE] [--decoder-fp16] [--decoder-qu8]\n"
+    "          [--save-latents FILE [--latents-only]] [--decode-latents FILE] [--decoder-fp16] [--decoder-qu8]\n"
     "          [--decoder-calibrate] [--threads N]\n"
     "          [--memory-mode min|balanced|max-speed] [--attention auto|full|sliced|flash]\n"
     "          [--arithmetic auto|fp32|fp16]\n"
@@ -23,6 +23,8 @@ static const char *usage =
     "  --models-path      folder with text_encoder_fp32/, unet_fp16/ (or unet_fp32/), vae_decoder_fp32/\n"
     "                     (or vae_decoder_fp16/) and tokenizer/ (OnnxStream's SD 1.5 layout)\n"
     "  --cfg              classifier-free guidance scale (default 7.5)\n"
+    "  --latents-only     stop after --save-latents wrote the latents (no image); --decode-latents FILE\n"
+    "                     decodes them later, in another process, to the same image\n"
     "  --seed             any 64-bit number (default 0); same seed, same image on every platform\n"
     "  --decoder-qu8      decode with vae_decoder_qu8/ (W8A8: uint8 weights + range_data.txt); memory mode\n"
     "                     min uses it whenever it exists\n"
@@ -75,7 +77,7 @@ int main(int argc, char **argv) {
     sd_pipeline_options_t o;
     sd_pipeline_options_init(&o);
     o.output = "result.png";
-    int want_tokens = 0;
+    int want_tokens = 0, latents_only = 0;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -84,6 +86,9 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(usage, stdout);
             return 0;
+        } else if (!strcmp(a, "--latents-only")) {
+            latents_only = 1;
+            takes_value = 0;
         } else if (!strcmp(a, "--decoder-fp16")) {
             o.decoder_fp16 = 1;
             takes_value = 0;
@@ -181,6 +186,10 @@ int main(int argc, char **argv) {
     if (!o.models_path) {
         fprintf(stderr, "sd: --models-path is required\n%s", usage);
         return 1;
+    }
+    if (latents_only) {
+        if (!o.save_latents || o.decode_latents) return die("--latents-only needs --save-latents (and no --decode-latents)");
+        o.output = NULL;
     }
     char err[2048] = "";
     double start = sd_progress_now();

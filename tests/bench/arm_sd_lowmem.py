@@ -9,8 +9,15 @@ the qemu process (guest program + qemu) and qemu's own RSS for an empty program 
 under the same qemu, emulated wall time (only meaningful relative to the others), the cgroup's peak charge,
 and whether the PNG equals the x86 build's for the same seed (else the largest pixel difference).
 
+Emulation is slow (the full pipeline takes hours per board on a 2-core machine), so --phase splits each
+board's run into two processes that may run on different days: `generate` (text encoder and UNet, `sd
+--save-latents --latents-only`) and `decode` (`sd --decode-latents`, the tiled VAE). Each phase runs in its
+own cgroup of the same limit and keeps its result in WORK/<board>-<phase>.json; a board's figures are the
+worse of its two phases, and the image is the decode phase's (the split gives the same image as one process:
+tests/sd/sd_cli_test.py checks it).
+
 usage: tests/bench/arm_sd_lowmem.py --build build [--arm build-arm64:aarch64,build-armhf:armhf] [--work DIR]
-       [--onnx GEN_DIR] [--limit-mb 512] [--steps 1] [--threads 0] [--reuse-x86]
+       [--onnx GEN_DIR] [--limit-mb 512] [--steps 1] [--threads 0] [--reuse-x86] [--phase all|generate|decode]
   --reuse-x86  take the x86 reference (PNG, log) from an earlier run in --work instead of running it again
 """
 import argparse
@@ -43,6 +50,23 @@ def log(msg):
     print(f"arm_sd_lowmem.py: {msg}", flush=True)
 
 
+def combine_phases(work, arch):
+    """A board's figures from its generate and decode phases: the worse of each, wall times added."""
+    parts = []
+    for phase in ("generate", "decode"):
+        path = os.path.join(work, f"{arch}-{phase}.json")
+        if os.path.exists(path):
+            parts.append(json.load(open(path)))
+    r = dict(parts[-1])
+    r["exit_code"] = max(p["exit_code"] for p in parts)
+    r["complete"] = len(parts) == 2
+    r["wall_seconds"] = round(sum(p["wall_seconds"] for p in parts), 1)
+    r["peak_rss_mb"] = max((p["peak_rss_mb"] or 0) for p in parts)
+    peaks = [(p.get("cgroup") or {}).get("peak_charge_mb") or 0 for p in parts]
+    r["cgroup"] = dict(r.get("cgroup") or {}, peak_charge_mb=max(peaks))
+    return r
+
+
 def png_pixels(path):
     from PIL import Image
     return np.asarray(Image.open(path).convert("RGB"), dtype=np.int16)
@@ -58,6 +82,7 @@ def main():
     ap.add_argument("--steps", type=int, default=1)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--size", choices=["full", "small"], default="full", help="small: a quick check of this script")
+    ap.add_argument("--phase", choices=["all", "generate", "decode"], default="all")
     ap.add_argument("--reuse-x86", action="store_true",
                     help="reuse x86.png and logs/x86.log of an earlier run with the same models and options")
     args = ap.parse_args()
@@ -100,16 +125,25 @@ def main():
         subprocess.run([a["gcc"], *a["flags"], "-O2", empty + ".c", "-o", empty], check=True)
         _, _, qemu_rss, _ = time_v(qemu + [empty], os.path.join(logs, f"empty_{arch}.log"))
 
-        log(f"{arch} (qemu -cpu {a['cpu']}): sd --rpi-lowmem inside a {args.limit_mb} MB memory cgroup")
         png = os.path.join(work, f"{arch}.png")
+        latents = os.path.join(work, f"{arch}.latents")
+        phases = {"all": sd_args + ["--output", png],
+                  "generate": sd_args + ["--save-latents", latents, "--latents-only"],
+                  "decode": sd_args + ["--decode-latents", latents, "--output", png]}
+        log(f"{arch} (qemu -cpu {a['cpu']}): sd --rpi-lowmem ({args.phase}) inside a {args.limit_mb} MB memory cgroup")
         cg = MemoryCgroup(args.limit_mb * 2**20)
         try:
-            err, wall, rss, rc = time_v(qemu + [os.path.join(build, "examples", "sd", "sd")] + sd_args +
-                                        ["--output", png], os.path.join(logs, f"{arch}.log"), cg.prefix())
+            err, wall, rss, rc = time_v(qemu + [os.path.join(build, "examples", "sd", "sd")] + phases[args.phase],
+                                        os.path.join(logs, f"{arch}-{args.phase}.log"), cg.prefix())
             r = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss,
                      qemu_empty_rss_mb=qemu_rss, cgroup=cg.report(), cpu=a["cpu"])
         finally:
             cg.remove()
+        if args.phase != "all":
+            with open(os.path.join(work, f"{arch}-{args.phase}.json"), "w") as f:
+                json.dump(r, f, indent=1)
+            r = combine_phases(work, arch)
+            rc = r["exit_code"] if r["complete"] else -1  # no image yet: the decode phase is still to run
         if rc == 0:
             same = open(png, "rb").read() == open(ref_png, "rb").read()
             r["png_identical_to_x86"] = same
@@ -130,6 +164,8 @@ def main():
         cgp = (r.get("cgroup") or {}).get("peak_charge_mb")
         png = ("identical" if r.get("png_identical_to_x86") else
                f"max diff {r.get('max_pixel_diff')}, mean {r.get('mean_pixel_diff')}") if name != "x86" else "-"
+        if r.get("complete") is False:
+            png = "decode phase still to run"
         fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
         print(f"{name:<8} {r.get('cpu', 'host'):<11} {r['exit_code']:>4} {fmt(r['wall_seconds']):>8} "
               f"{fmt(r['peak_rss_mb']):>11} {fmt(r.get('qemu_empty_rss_mb')):>13} {fmt(cgp):>14}  {png}")

@@ -166,6 +166,16 @@ def main():
         check(os.path.getsize(latents) == 4 * 4 * 16 * 16, "latents file holds raw float32 (1,4,16,16)")
         subprocess.run(common + ["--decode-latents", latents, "--output", out3], check=True, capture_output=True)
         check(open(out1, "rb").read() == open(out3, "rb").read(), "--decode-latents of --save-latents gives the same image")
+        # The pipeline in two processes: --latents-only writes the same latents and no image.
+        latents2, out5 = os.path.join(work, "latents2.bin"), os.path.join(work, "out5.png")
+        r = subprocess.run(common + ["--output", out5, "--save-latents", latents2, "--latents-only"],
+                           capture_output=True, text=True)
+        check(r.returncode == 0 and not os.path.exists(out5), "--latents-only stops before decoding (no image)")
+        check(os.path.exists(latents2) and open(latents2, "rb").read() == open(latents, "rb").read(),
+              "--latents-only saves the latents a whole run saves")
+        r = subprocess.run(common + ["--latents-only"], capture_output=True, text=True)
+        check(r.returncode != 0 and "--latents-only needs --save-latents" in r.stderr,
+              "--latents-only without --save-latents is refused")
         # Tiled decoding of the same latents vs ONNX Runtime's tiles blended in NumPy.
         out4 = os.path.join(work, "tiled.png")
         r = subprocess.run(common + ["--decode-latents", latents, "--tiled-decode", "--tile-overlap", "2",
