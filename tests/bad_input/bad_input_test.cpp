@@ -245,7 +245,9 @@ TEST(Manifest, EveryCaseFolderIsListedOnce) {
     }
     // Per-width cases come in pairs: every @32 line has its @64 line, so both widths say what happens.
     for (const Case &c : cases) {
-        if (c.bits) EXPECT_TRUE(names.count(c.folder + (c.bits == 32 ? "_on64" : "_on32"))) << c.name << " has no twin";
+        if (c.bits) {
+            EXPECT_TRUE(names.count(c.folder + (c.bits == 32 ? "_on64" : "_on32"))) << c.name << " has no twin";
+        }
     }
     std::set<std::string> folders;
     DIR *d = opendir((bad_input_dir() + "/corpus").c_str());
