@@ -137,8 +137,7 @@ Tensor Executor::fetch_weight(const Node &node, const WeightSpec &spec) {
     return w;
 }
 
-void Executor::gather_inputs(const Node &node, NodeInputs &in) {
-    const NodeLayout *layout = plan_.layouts.empty() ? nullptr : &plan_.layouts[static_cast<size_t>(node.index)];
+void Executor::gather_inputs(const Node &node, const NodeLayout *layout, NodeInputs &in) {
     const bool follow = layout && layout->follow;
     const size_t count = node.inputs.size();
     in.views.reserve(2 * count); // a relaid view and its padded copy at most, per input
@@ -147,10 +146,9 @@ void Executor::gather_inputs(const Node &node, NodeInputs &in) {
     in.is_weight.assign(count, false);
     // XNNPACK reads past the end of its inputs: a tensor without that slack (a zero-copy weight or graph
     // input, or a view of one) gets a padded copy, unless the op reads that weight input exactly.
-    auto padded = [&](const Tensor *t, bool exact, const std::string &what) -> const Tensor * {
-        if (t->empty() || t->storage()->padded() || exact) return t;
-        in.views.push_back(naming_oom(&node, "padded copy of ", what, [&] { return padded_copy(*t, alloc_); }));
-        return &in.views.back();
+    auto lacks_padding = [](const Tensor &t) { return !t.empty() && !t.storage()->padded(); };
+    auto padded = [&](const Tensor &t, const char *what, const std::string &name) {
+        return naming_oom(&node, what, name + "': ", [&] { return padded_copy(t, alloc_); });
     };
     for (size_t k = 0; k < count; ++k) {
         const NodeInput &ni = node.inputs[k];
@@ -174,7 +172,11 @@ void Executor::gather_inputs(const Node &node, NodeInputs &in) {
                 in.views.push_back(t.reshaped(layout->in_shape[k]));
                 p = &in.views.back();
             }
-            in.ptrs.push_back(padded(p, false, "'" + name + "': "));
+            if (lacks_padding(*p)) {
+                in.views.push_back(padded(*p, "padded copy of '", name));
+                p = &in.views.back();
+            }
+            in.ptrs.push_back(p);
         } else if (ni.kind == NodeInput::Weight && streams(node, k, options_)) {
             // Shape and layout only: the op reads the rows it needs through RunContext.
             Tensor info(ni.weight.dtype, ni.weight.shape, nullptr);
@@ -186,9 +188,8 @@ void Executor::gather_inputs(const Node &node, NodeInputs &in) {
             in.streamed[k] = std::make_unique<ProviderRows>(provider_, ni.weight, alloc_);
         } else if (ni.kind == NodeInput::Weight) {
             Tensor w = fetch_weight(node, ni.weight);
-            if (!w.storage()->padded() && !node.def->reads_weight_exactly(k)) {
-                w = naming_oom(&node, "padded copy of weight '", ni.weight.file + "': ",
-                               [&] { return padded_copy(w, alloc_); });
+            if (lacks_padding(w) && !node.def->reads_weight_exactly(k)) {
+                w = padded(w, "padded copy of weight '", ni.weight.file);
                 stats_->weight_bytes_copied += w.byte_size();
             }
             if (follow && !layout->in_shape[k].empty()) w = w.reshaped(layout->in_shape[k]);
@@ -225,7 +226,7 @@ void Executor::run_node(const Node &node) {
     const NodeLayout *layout = plan_.layouts.empty() ? nullptr : &plan_.layouts[static_cast<size_t>(node.index)];
     const bool follow = layout && layout->follow;
     NodeInputs in;
-    gather_inputs(node, in);
+    gather_inputs(node, layout, in);
     const auto &out_infos = follow ? layout->out_infos : plan_.node_outputs[static_cast<size_t>(node.index)];
     std::shared_ptr<void> *state = node_state_ ? &node_state_->at(static_cast<size_t>(node.index)) : nullptr;
     Attributes remapped = layout && layout->attrs ? Attributes(layout->attrs.get(), node.where) : node.attrs;

@@ -56,7 +56,7 @@ public:
 private:
     struct NodeInputs;
     void run_node(const Node &node);
-    void gather_inputs(const Node &node, NodeInputs &in);
+    void gather_inputs(const Node &node, const NodeLayout *layout, NodeInputs &in);
     Tensor fetch_weight(const Node &node, const WeightSpec &spec);
     void store_outputs(const Node &node, RunContext &ctx, const std::vector<TensorInfo> &out_infos, bool follow);
     // Value v in the given layout (a copy made once per run for the consumers that need the other one).

@@ -152,14 +152,15 @@ void transpose_batched_u8(const uint8_t *src, uint8_t *dst, size_t batch, size_t
     transpose_batched_small(src, dst, batch, rows, cols, pool);
 }
 
+void half_to_float_parallel(const uint16_t *src, float *dst, size_t n, pthreadpool_t pool) {
+    parallel_for(pool, n, 1 << 16, [&](size_t b, size_t e) { half_to_float_n(src + b, dst + b, e - b); });
+}
+
 const float *as_f32(const RunContext &ctx, const Tensor &t, Tensor &holder) {
     if (t.dtype() == DType::F32) return t.data<float>();
     holder = ctx.scratch(DType::F32, t.shape());
-    const uint16_t *src = t.data<uint16_t>();
-    float *dst = holder.data<float>();
-    parallel_for(ctx.pool(), static_cast<size_t>(t.numel()), 1 << 16,
-                 [&](size_t b, size_t e) { half_to_float_n(src + b, dst + b, e - b); });
-    return dst;
+    half_to_float_parallel(t.data<uint16_t>(), holder.data<float>(), static_cast<size_t>(t.numel()), ctx.pool());
+    return holder.data<float>();
 }
 
 bool is_float_weight_dtype(DType dtype, bool quantized) {

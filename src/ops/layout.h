@@ -29,6 +29,8 @@ inline void nhwc_to_nchw(const float *src, float *dst, size_t n, size_t c, size_
     transpose_batched(src, dst, n, hw, c, pool);
 }
 
+// dst[i] = float16 src[i] widened, for i < n, on the pool.
+void half_to_float_parallel(const uint16_t *src, float *dst, size_t n, pthreadpool_t pool);
 // The float32 data of a float tensor: its own data, or a float32 copy of a float16 tensor kept in holder.
 const float *as_f32(const RunContext &ctx, const Tensor &t, Tensor &holder);
 // Weight dtypes RunContext::kernel_weight turns into float32 (for infer checks).

@@ -30,11 +30,10 @@ bool broadcast_shapes(const Shape &a, const Shape &b, Shape &out) {
     return true;
 }
 
-
 // y[m, n] = x[m, k] · W (+ bias) with W the 2-D weight input `wi`: [K, N] when weight_kn, else [N, K]; any
-// float weight dtype (RunContext::kernel_weight makes it float32). A weight the executor streams is read in row chunks: [K, N] in slices of
-// K whose partial products are summed, [N, K] in slices of N that each fill their columns of y. x rows are
-// k floats apart and readable 16 bytes past the end.
+// float weight dtype (RunContext::kernel_weight makes it float32). A weight the executor streams is read in
+// row chunks: [K, N] in slices of K whose partial products are summed, [N, K] in slices of N that each fill
+// their columns of y. x rows are k floats apart and readable past the end (the executor's padding).
 void fc_weight(const RunContext &ctx, size_t wi, const float *x, size_t m, size_t k, size_t n, bool weight_kn,
                const float *bias, float *y) {
     if (!ctx.is_streamed(wi)) {
@@ -197,14 +196,14 @@ void run_matmul(RunContext &ctx) {
     }
     switch (a.dtype()) {
     case DType::F32: {
-        const Tensor b32 = b.dtype() == DType::F16 ? ctx.kernel_weight(1, b, 0) : b;
+        const Tensor b32 = ctx.kernel_weight(1, b, 0);
         matmul_f32(a.data<float>(), s.a_batch, b32.data<float>(), s.b_batch, y.data<float>(),
                    s.y_batch, s.m, s.k, s.n, ctx.pool());
         break;
     }
     case DType::F16: {
         Tensor af = f32_copy_of_f16(ctx, a);
-        Tensor bf = b.dtype() == DType::F16 ? ctx.kernel_weight(1, b, 0) : b;
+        const Tensor bf = ctx.kernel_weight(1, b, 0);
         Tensor yf = ctx.scratch(DType::F32, y.shape());
         matmul_f32(af.data<float>(), s.a_batch, bf.data<float>(), s.b_batch, yf.data<float>(), s.y_batch, s.m,
                    s.k, s.n, ctx.pool());

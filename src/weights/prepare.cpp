@@ -87,12 +87,10 @@ Tensor prepare_weight(const Tensor &stored, const WeightPrep &want, int64_t firs
     const Layout layout = effective_layout(stored, want.layout);
     const bool convert = stored.dtype() != want.dtype;
     const bool move = moves_elements(stored, layout);
-    if (!convert) {
-        Tensor same = stored; // shares the storage; only the label changes when nothing moves
-        if (!move) {
-            if (stored.rank() >= 3) same.set_layout(layout);
-            return same;
-        }
+    if (!convert && !move) {
+        Tensor same = stored; // shares the storage; only the label changes
+        if (stored.rank() >= 3) same.set_layout(layout);
+        return same;
     }
     Tensor out = make_tensor(alloc, want.dtype, stored.shape());
     out.set_layout(stored.rank() >= 3 ? layout : Layout::Plain);
@@ -100,13 +98,8 @@ Tensor prepare_weight(const Tensor &stored, const WeightPrep &want, int64_t firs
     const size_t n = static_cast<size_t>(stored.numel());
 
     if (!move) { // conversion only, in the order stored
-        float *dst = out.data<float>();
-        if (stored.dtype() == DType::F16) {
-            const uint16_t *src = stored.data<uint16_t>();
-            parallel_for(pool, n, 1 << 16, [&](size_t b, size_t e) { half_to_float_n(src + b, dst + b, e - b); });
-        } else {
-            dequantize_rows_f32(stored, first_row, dst, pool);
-        }
+        if (stored.dtype() == DType::F16) half_to_float_parallel(stored.data<uint16_t>(), out.data<float>(), n, pool);
+        else dequantize_rows_f32(stored, first_row, out.data<float>(), pool);
     } else {
         // Plain planes are [in][positions]; OHWI planes [positions][in].
         const Planes p = planes_of(stored.shape());
