@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define ONNXSTREAM_VERSION_MAJOR 0
-#define ONNXSTREAM_VERSION_MINOR 5
+#define ONNXSTREAM_VERSION_MINOR 6
 #define ONNXSTREAM_VERSION_PATCH 0
 #define ONNXSTREAM_VERSION \
     (ONNXSTREAM_VERSION_MAJOR * 10000 + ONNXSTREAM_VERSION_MINOR * 100 + ONNXSTREAM_VERSION_PATCH)
@@ -165,6 +165,10 @@ ONNXSTREAM_API const char *onnxstream_last_error(void);
 #define ONNXSTREAM_FLAG_KEEP_ALL_OUTPUTS 0x1u /**< reserved for future use; must be 0 for now */
 /** Keep every activation NCHW (no channels-last layout plan between convolutions); for comparisons. */
 #define ONNXSTREAM_FLAG_NCHW_ONLY 0x2u
+/** Since 0.6: record a per-op profile of every run (onnxstream_model_get_op_profile,
+    onnxstream_model_render_profile). It costs a few microseconds per op (clock reads, shape text); without
+    the flag the engine records nothing. */
+#define ONNXSTREAM_FLAG_PROFILE 0x4u
 
 typedef struct onnxstream_model_options {
     uint32_t struct_size; /**< sizeof(onnxstream_model_options_t); set by onnxstream_model_options_init */
@@ -484,6 +488,74 @@ typedef struct onnxstream_run_stats {
 /** Read the figures of the last successful run (zeros before one). */
 ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
 onnxstream_model_run_stats(onnxstream_model_t *model, onnxstream_run_stats_t *stats);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Profiling (since 0.6; needs ONNXSTREAM_FLAG_PROFILE)                                              */
+
+/** One op of a profiled run. */
+typedef struct onnxstream_op_profile {
+    uint32_t struct_size;
+    size_t op_index;
+    size_t line;              /**< model.txt line */
+    const char *op_name;
+    const char *op_type;
+    const char *inputs;       /**< logical dtypes and shapes, "float32[1,3,640,640], w:float16[16,3,3,3]"
+                                   (w: a weight, -: an absent optional input) */
+    const char *outputs;
+    uint64_t start_ns;        /**< from the start of the run */
+    uint64_t duration_ns;     /**< including its weight fetches and kernel preparation */
+    uint64_t weight_wait_ns;  /**< fetching its weights and reading streamed weight rows (run thread) */
+    uint64_t kernel_prepare_ns; /**< XNNPACK operator creation (weight packing) and setup (indirection buffers) */
+    uint64_t flops;           /**< 2 per multiply-add of matrix ops (Conv, ConvTranspose, MatMul, Gemm, Einsum,
+                                   fused attention and feed-forward); 0 for the others */
+    uint64_t weight_bytes;    /**< stored bytes of its weights */
+    uint64_t activation_bytes; /**< bytes of its activation inputs and outputs */
+    uint64_t memory_bytes;    /**< tracked tensor bytes alive after it */
+} onnxstream_op_profile_t;
+
+typedef enum onnxstream_profile_format {
+    ONNXSTREAM_PROFILE_TRACE_JSON = 0, /**< Chrome trace events: loads in Perfetto and chrome://tracing */
+    ONNXSTREAM_PROFILE_SUMMARY = 1     /**< a text table per op type, sorted by time */
+} onnxstream_profile_format_t;
+
+/** A machine's measured ceilings, for the summary's "% peak" column. */
+typedef struct onnxstream_roofline {
+    uint32_t struct_size;
+    double flops_per_s; /**< float32 matrix multiplication (XNNPACK's GEMM) */
+    double bytes_per_s; /**< memory bandwidth (a copy much bigger than the caches: bytes read + written) */
+} onnxstream_roofline_t;
+
+/** Number of ops in the profile of the last successful run: 0 without ONNXSTREAM_FLAG_PROFILE, before a
+    run, or for a NULL model. */
+ONNXSTREAM_API size_t onnxstream_model_profile_op_count(const onnxstream_model_t *model);
+
+/**
+ * Fill *op with op number index of the last successful run's profile. Strings stay valid until the next
+ * run, load or destroy of this model. op->struct_size must be set by the caller.
+ * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT NULL pointers, struct_size 0, or index out of range.
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
+onnxstream_model_get_op_profile(onnxstream_model_t *model, size_t index, onnxstream_op_profile_t *op);
+
+/**
+ * Render the last successful run's profile. peak (may be NULL) adds the summary's "% peak" column.
+ * *text is NUL-terminated and stays valid until the next render, run, load or destroy of this model;
+ * length (may be NULL) receives its length.
+ * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT NULL model or text, an unknown format, peak->struct_size 0.
+ * @retval ONNXSTREAM_ERR_BAD_STATE        ONNXSTREAM_FLAG_PROFILE not set, or no successful run yet.
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
+onnxstream_model_render_profile(onnxstream_model_t *model, onnxstream_profile_format_t format,
+                                const onnxstream_roofline_t *peak, const char **text, size_t *length);
+
+/**
+ * Measure this machine's roofline with `threads` worker threads (0 = one per core): XNNPACK's float32
+ * GEMM on a cache-friendly problem and a copy much bigger than the caches. Takes about a second.
+ * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT out NULL, out->struct_size 0, threads negative.
+ * @retval ONNXSTREAM_ERR_OUT_OF_MEMORY    the buffers could not be allocated.
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t onnxstream_measure_roofline(int32_t threads,
+                                                                                    onnxstream_roofline_t *out);
 
 /* ------------------------------------------------------------------------------------------------ */
 /* ONNX conversion                                                                                   */

@@ -15,7 +15,7 @@ func TestVersion(t *testing.T) {
 	if major, minor, patch := Version(); major != 0 || minor != 5 || patch != 0 {
 		t.Fatalf("Version() = %d.%d.%d", major, minor, patch)
 	}
-	if VersionString() != "0.5.0" {
+	if VersionString() != "0.6.0" {
 		t.Fatalf("VersionString() = %q", VersionString())
 	}
 }

@@ -11,6 +11,12 @@
 #include "capi/handles.h"
 #include "util/error.h"
 
+// An argument check inside a guarded body: INVALID_ARGUMENT with the message when cond is false.
+#define REQUIRE_ARG(cond, ...)                                                                                  \
+    do {                                                                                                       \
+        if (!(cond)) ::onnxstream::fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, __VA_ARGS__);                         \
+    } while (0)
+
 namespace onnxstream::capi {
 
 // The thread's last error message (onnxstream_last_error).

@@ -12,6 +12,7 @@ struct onnxstream_model {
     explicit onnxstream_model(const onnxstream::ModelOptions &o) : model(o) {}
     onnxstream::Model model;
     std::string last_error;
+    std::string profile_text; // the last onnxstream_model_render_profile result
     onnxstream_progress_fn progress_fn = nullptr;
     void *progress_user_data = nullptr;
     // The thread inside a call on this model (std::thread::id() when none) and that call's name: concurrent

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "exec/op_flops.h"
 #include "ops/layout.h"
+#include "util/kernel_timer.h"
 #include "util/error.h"
 #include "util/stopwatch.h"
 #include "weights/prepare.h"
@@ -22,16 +24,20 @@ Tensor padded_copy(const Tensor &t, const Allocator &alloc) {
 // A weight the op reads in row chunks straight from the provider.
 class ProviderRows : public StreamedWeight {
 public:
-    ProviderRows(WeightsProvider &p, const WeightSpec &spec, const Allocator &alloc)
-        : provider_(p), spec_(spec), alloc_(alloc) {}
+    ProviderRows(WeightsProvider &p, const WeightSpec &spec, const Allocator &alloc, uint64_t &wait_ns)
+        : provider_(p), spec_(spec), alloc_(alloc), wait_ns_(wait_ns) {}
     Tensor read_rows(int64_t begin, int64_t end) const override {
-        return provider_.fetch_rows(spec_, begin, end, alloc_);
+        Stopwatch watch;
+        Tensor rows = provider_.fetch_rows(spec_, begin, end, alloc_);
+        wait_ns_ += watch.elapsed_ns();
+        return rows;
     }
 
 private:
     WeightsProvider &provider_;
     const WeightSpec &spec_;
     const Allocator &alloc_;
+    uint64_t &wait_ns_;
 };
 
 // Only float (or 8-bit quantized) weights of rank >= 2 over the chunk budget stream.
@@ -133,7 +139,9 @@ const Tensor &Executor::in_layout(int v, bool nhwc) {
 Tensor Executor::fetch_weight(const Node &node, const WeightSpec &spec) {
     Stopwatch watch;
     Tensor w = naming_oom(&node, "weight '", spec.file + "': ", [&] { return provider_.fetch(spec, alloc_); });
-    stats_->weight_wait_us += watch.elapsed_us();
+    const uint64_t ns = watch.elapsed_ns();
+    stats_->weight_wait_us += ns / 1000;
+    op_wait_ns_ += ns;
     return w;
 }
 
@@ -185,7 +193,7 @@ void Executor::gather_inputs(const Node &node, const NodeLayout *layout, NodeInp
             in.weights.push_back(std::move(info));
             in.ptrs.push_back(&in.weights.back());
             in.is_weight[k] = true;
-            in.streamed[k] = std::make_unique<ProviderRows>(provider_, ni.weight, alloc_);
+            in.streamed[k] = std::make_unique<ProviderRows>(provider_, ni.weight, alloc_, op_wait_ns_);
         } else if (ni.kind == NodeInput::Weight) {
             Tensor w = fetch_weight(node, ni.weight);
             if (lacks_padding(w) && !node.def->reads_weight_exactly(k)) {
@@ -251,6 +259,68 @@ void Executor::run_node(const Node &node) {
     }
 }
 
+namespace {
+std::string info_text(const TensorInfo &info, const char *prefix = "") {
+    std::string s = prefix;
+    s += dtype_name(info.dtype);
+    s += '[';
+    for (size_t i = 0; i < info.shape.size(); ++i) s += (i ? "," : "") + std::to_string(info.shape[i]);
+    return s + ']';
+}
+uint64_t info_bytes(const TensorInfo &info) {
+    double elements = 1;
+    for (int64_t d : info.shape) elements *= static_cast<double>(d);
+    return static_cast<uint64_t>(elements * static_cast<double>(dtype_size(info.dtype)));
+}
+} // namespace
+
+void Executor::run_node_profiled(const Node &node) {
+    OpRecord r;
+    r.index = static_cast<size_t>(node.index);
+    r.line = node.line->line;
+    r.name = node.line->name;
+    r.type = node.line->type;
+    // Logical (NCHW) shapes, whatever layout the op sees them in.
+    std::vector<Shape> in_shapes, out_shapes;
+    for (const NodeInput &ni : node.inputs) {
+        std::string text;
+        if (ni.kind == NodeInput::Value && plan_.values[static_cast<size_t>(ni.value)]) {
+            const TensorInfo &info = *plan_.values[static_cast<size_t>(ni.value)];
+            text = info_text(info);
+            r.activation_bytes += info_bytes(info);
+            in_shapes.push_back(info.shape);
+        } else if (ni.kind == NodeInput::Weight) {
+            const TensorInfo info{ni.weight.dtype, ni.weight.shape, {}};
+            text = info_text(info, "w:");
+            r.weight_bytes += info_bytes(info);
+            in_shapes.push_back(info.shape);
+        } else {
+            text = "-";
+            in_shapes.emplace_back();
+        }
+        r.inputs += (r.inputs.empty() ? "" : ", ") + text;
+    }
+    for (const TensorInfo &info : plan_.node_outputs[static_cast<size_t>(node.index)]) {
+        r.outputs += (r.outputs.empty() ? "" : ", ") + info_text(info);
+        r.activation_bytes += info_bytes(info);
+        out_shapes.push_back(info.shape);
+    }
+    r.flops = op_flops(r.type, node.attrs, in_shapes, out_shapes);
+
+    struct Sink { // the XNNPACK wrapper's preparation timers add to r.kernel_prepare_ns while the op runs
+        explicit Sink(uint64_t *counter) { KernelPrepareTimer::sink() = counter; }
+        ~Sink() { KernelPrepareTimer::sink() = nullptr; }
+    } sink(&r.kernel_prepare_ns);
+    op_wait_ns_ = 0;
+    Stopwatch watch;
+    run_node(node);
+    r.duration_ns = watch.elapsed_ns();
+    r.start_ns = profiler_->since_start(watch.started());
+    r.weight_wait_ns = op_wait_ns_;
+    r.memory_bytes = alloc_.current_bytes();
+    profiler_->add_op(std::move(r));
+}
+
 std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, const ProgressFn &progress, RunStats &stats,
                                   const ValueObserver *observer) {
     stats = RunStats();
@@ -282,10 +352,12 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, const Progr
         for (size_t k = 0; k < node.inputs.size(); ++k)
             if (node.inputs[k].kind == NodeInput::Weight && !streams(node, k, options_))
                 fetch_order.push_back(node.inputs[k].weight);
+    if (profiler_) profiler_->begin_run();
     RunScope scope(provider_, fetch_order, alloc_);
     for (const Node &node : nodes) {
         Stopwatch node_watch;
-        run_node(node);
+        if (profiler_) run_node_profiled(node);
+        else run_node(node);
         if (progress) {
             OpProgress p{static_cast<size_t>(node.index), nodes.size(), node.line, node_watch.elapsed_us(),
                          alloc_.current_bytes(), alloc_.peak_bytes()};
@@ -295,6 +367,7 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, const Progr
     }
     current_ = nullptr;
     stats.run_us = run_watch.elapsed_us();
+    if (profiler_) profiler_->end_run(run_watch.elapsed_ns());
     std::vector<Tensor> outputs;
     // Users always get NCHW (the plan never leaves an output NHWC; this keeps it so whatever an op did).
     for (int v : graph_.outputs()) outputs.push_back(in_layout(v, false));

@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "exec/profiler.h"
 #include "graph/planner.h"
 #include "ops/op.h"
 #include "weights/provider.h"
@@ -52,10 +53,14 @@ public:
     // (graph.outputs() order), NCHW. Throws Error; all intermediates are released on any exit.
     std::vector<Tensor> run(const std::vector<Tensor> &inputs, const ProgressFn &progress, RunStats &stats,
                             const ValueObserver *observer = nullptr);
+    // Record every op of the coming runs in `profiler` (nullptr: off).
+    void set_profiler(Profiler *profiler) { profiler_ = profiler; }
 
 private:
     struct NodeInputs;
     void run_node(const Node &node);
+    // run_node, measured into the profiler.
+    void run_node_profiled(const Node &node);
     void gather_inputs(const Node &node, const NodeLayout *layout, NodeInputs &in);
     Tensor fetch_weight(const Node &node, const WeightSpec &spec);
     void store_outputs(const Node &node, RunContext &ctx, const std::vector<TensorInfo> &out_infos, bool follow);
@@ -74,6 +79,8 @@ private:
     RunStats *stats_ = nullptr;
     const ValueObserver *observer_ = nullptr;
     const Node *current_ = nullptr; // the op being run, for out-of-memory messages
+    Profiler *profiler_ = nullptr;
+    uint64_t op_wait_ns_ = 0; // the current op's time fetching weights and reading streamed rows
 };
 
 } // namespace onnxstream

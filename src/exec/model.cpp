@@ -244,7 +244,17 @@ void Model::run(const ProgressFn &progress) {
     ValueObserver observer;
     if (calibrate_) observer = [this](int value, const Tensor &t) { recorder_->observe(value, t); };
     Executor executor(*graph_, plan, *provider_, alloc_, pool_.get(), options_.run, keep_prepared_ ? &node_state_ : nullptr);
+    // A fresh profile per run, kept only when the run succeeds (as last_run_). The provider's read-ahead
+    // has stopped when executor.run returns or throws, so no read reports to it afterwards.
+    std::unique_ptr<Profiler> profile = options_.profile ? std::make_unique<Profiler>() : nullptr;
+    struct StopObserving {
+        WeightsProvider &provider;
+        ~StopObserving() { provider.set_read_observer(nullptr); }
+    } stop_observing{*provider_};
+    provider_->set_read_observer(profile.get());
+    executor.set_profiler(profile.get());
     outputs_ = executor.run(inputs_, progress, stats.exec, calibrate_ ? &observer : nullptr);
+    if (profile) profile_ = std::move(profile);
     stats.bytes_read = provider_->bytes_read() - bytes0;
     stats.read_us = provider_->read_us() - us0;
     stats.weight_bytes_copied = stats.exec.weight_bytes_copied + (provider_->bytes_copied() - copied0);

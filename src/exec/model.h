@@ -27,6 +27,7 @@ struct ModelOptions {
     std::string cache_path; // persistent prepared-weights cache ("" = none)
     uint64_t max_bytes = 0; // limit of the tracked allocator (0 = none)
     onnxstream_arithmetic_t arithmetic = ONNXSTREAM_ARITHMETIC_AUTO; // resolved into run.fp16_arithmetic at load
+    bool profile = false; // record a per-op profile of every run (Model::profile)
 };
 
 // The arithmetic AUTO / FP32 / FP16 resolves to: FP16 when forced, or for AUTO when the CPU computes
@@ -83,6 +84,8 @@ public:
 
     };
     const LastRun &last_run() const { return last_run_; }
+    // The per-op profile of the last successful run, or nullptr (profiling off, or no run yet).
+    const Profiler *profile() const { return profile_.get(); }
     size_t threads() const { return pool_.threads(); }
     // The resolved arithmetic (ModelOptions::arithmetic) of the loaded model.
     bool fp16_arithmetic() const { return options_.run.fp16_arithmetic; }
@@ -116,6 +119,7 @@ private:
     bool keep_prepared_ = false;
     std::vector<std::shared_ptr<void>> node_state_;
     LastRun last_run_;
+    std::unique_ptr<Profiler> profile_;
     RangeMap ranges_;
     std::vector<NodeActivationRanges> node_ranges_; // resolved ranges_ (empty: no W8A8)
     bool calibrate_ = false;

@@ -29,7 +29,8 @@ const char *kUsage =
     "                      [--attention auto|full|sliced|flash] [--attention-slices N] [--chunk-mb N]\n"
     "                      [--cache PATH] [--runs N] [--nchw-only] [--ops-printf] [--json] [--range-data FILE]\n"
     "                      [--calibrate OUT/range_data.txt] [--max-bytes N[K|M|G]]\n"
-    "                      [--arithmetic auto|fp32|fp16] [--version]\n"
+    "                      [--arithmetic auto|fp32|fp16] [--profile TRACE.json] [--profile-summary]\n"
+    "                      [--roofline] [--version]\n"
     "  --memory-mode  min: smallest working set; balanced (default); max-speed: keep prepared weights in RAM\n"
     "  --chunk-mb     stream weights bigger than N MiB in chunks (0: never; default from the memory mode)\n"
     "  --max-bytes    budget of tracked tensor memory (K/M/G = KiB/MiB/GiB); a run over it fails with\n"
@@ -42,6 +43,12 @@ const char *kUsage =
     "  --range-data   activation ranges for static W8A8 (default: range_data.txt in the model folder, if any)\n"
     "  --calibrate    run in float over the given inputs (--runs times), record the activation ranges of\n"
     "                 Conv/MatMul/Gemm inputs and outputs and write them to this file\n"
+    "  --profile      write the last run's per-op profile as Chrome trace events (open in Perfetto or\n"
+    "                 chrome://tracing): op slices with shapes, FLOPs, weight bytes, weight wait, kernel\n"
+    "                 preparation and memory; weight reads on the track of the thread that read them\n"
+    "  --profile-summary  print the last run's profile as a table per op type, slowest first\n"
+    "  --roofline     measure this machine's float32 GEMM rate and memory bandwidth (about a second) and\n"
+    "                 print them; with --profile-summary, each op type's fraction of them\n"
     "  FILE is .npy (dtype and shape from its header) or raw little-endian .bin (shape from the model's\n"
     "  declaration of NAME; dtype float32, int64, float16 or uint8 chosen by the file size).\n";
 
@@ -62,6 +69,8 @@ struct Args {
     bool ops_printf = false;
     bool json = false;
     bool nchw_only = false;
+    std::string profile;
+    bool profile_summary = false, roofline = false;
 };
 
 // The library's warnings (e.g. fp16 arithmetic falling back to float32) go to stderr.
@@ -170,6 +179,13 @@ Args parse_args(int argc, char **argv) {
             a.ops_printf = true;
         } else if (arg == "--json") {
             a.json = true;
+        } else if (arg == "--profile") {
+            a.profile = value();
+            if (a.profile.empty()) die("--profile expects a file path");
+        } else if (arg == "--profile-summary") {
+            a.profile_summary = true;
+        } else if (arg == "--roofline") {
+            a.roofline = true;
         } else if (!arg.empty() && arg[0] == '-') {
             die("unknown option " + arg + "\n" + kUsage);
         } else if (a.model.empty()) {
@@ -252,6 +268,7 @@ onnxstream_model_t *create_model(const Args &args) {
     options.max_bytes = args.max_bytes;
     if (!args.cache.empty()) options.cache_path = args.cache.c_str();
     if (args.nchw_only) options.flags |= ONNXSTREAM_FLAG_NCHW_ONLY;
+    if (!args.profile.empty() || args.profile_summary) options.flags |= ONNXSTREAM_FLAG_PROFILE;
     onnxstream_model_t *model = nullptr;
     if (onnxstream_model_create(&options, &model) != ONNXSTREAM_OK) die(onnxstream_last_error());
     check(model, onnxstream_model_set_log_callback(model, print_warning, nullptr, ONNXSTREAM_LOG_WARNING));
@@ -366,6 +383,33 @@ std::string write_outputs(onnxstream_model_t *model, const Args &args) {
     return outputs_json;
 }
 
+// --roofline, --profile and --profile-summary, after the runs. Reports go to stdout, or to stderr under
+// --json (stdout is then one JSON object).
+void report_profile(onnxstream_model_t *model, const Args &args) {
+    FILE *out = args.json ? stderr : stdout;
+    onnxstream_roofline_t peak;
+    peak.struct_size = sizeof(peak);
+    if (args.roofline) {
+        if (onnxstream_measure_roofline(args.threads, &peak) != ONNXSTREAM_OK) die(onnxstream_last_error());
+        std::fprintf(out, "roofline: %.1f GFLOP/s float32 GEMM, %.2f GB/s memory (%d threads; 0 = one per core)\n",
+                     peak.flops_per_s / 1e9, peak.bytes_per_s / 1e9, args.threads);
+    }
+    const char *text = nullptr;
+    size_t length = 0;
+    if (!args.profile.empty()) {
+        check(model, onnxstream_model_render_profile(model, ONNXSTREAM_PROFILE_TRACE_JSON, nullptr, &text, &length));
+        FILE *f = std::fopen(args.profile.c_str(), "wb");
+        if (!f || std::fwrite(text, 1, length, f) != length || std::fclose(f) != 0)
+            die("cannot write the profile to " + args.profile + ": " + std::strerror(errno));
+        if (!args.json) std::printf("wrote %s\n", args.profile.c_str());
+    }
+    if (args.profile_summary) {
+        check(model, onnxstream_model_render_profile(model, ONNXSTREAM_PROFILE_SUMMARY,
+                                                     args.roofline ? &peak : nullptr, &text, &length));
+        std::fputs(text, out);
+    }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -388,6 +432,7 @@ int main(int argc, char **argv) {
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
     uint64_t peak_rss = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+    report_profile(model, args); // after the RSS reading: the roofline's buffers are not the model's
 
     const std::string outputs_json = write_outputs(model, args);
     if (args.json) {

@@ -13,6 +13,11 @@ public:
         return static_cast<uint64_t>(
             std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start_).count());
     }
+    uint64_t elapsed_ns() const {
+        return static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count());
+    }
+    std::chrono::steady_clock::time_point started() const { return start_; }
 
 private:
     std::chrono::steady_clock::time_point start_;

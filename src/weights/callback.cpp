@@ -65,8 +65,7 @@ public:
             check(vt_.read(user_data_, &r.req, t.raw()), r, spec, "read");
             if (r.produced != spec.byte_size()) short_data(r, spec, "read");
         }
-        read_us_ += watch.elapsed_us();
-        bytes_read_ += spec.byte_size();
+        count_read(spec.file, watch, spec.byte_size());
         t.set_quant(spec.quant);
         return serve_layout(std::move(t), spec, alloc, &bytes_copied_);
     }

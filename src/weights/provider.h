@@ -11,8 +11,18 @@
 
 #include "graph/graph.h"
 #include "tensor/tensor.h"
+#include "util/stopwatch.h"
 
 namespace onnxstream {
+
+// Sees every read of weight bytes from storage, on whichever thread did it (the prefetch thread's reads
+// too): the profiler's weight-read tracks. Called concurrently; must not throw.
+class ReadObserver {
+public:
+    virtual ~ReadObserver() = default;
+    virtual void weight_read(const std::string &file, std::chrono::steady_clock::time_point start,
+                             uint64_t bytes) noexcept = 0;
+};
 
 class WeightsProvider {
 public:
@@ -39,13 +49,22 @@ public:
     uint64_t read_us() const { return read_us_.load(); }
     // Bytes the provider wrote bringing weights to the asked layout or copying row ranges, since creation.
     uint64_t bytes_copied() const { return bytes_copied_.load(); }
+    // Report reads to `observer` (nullptr: stop). Set between runs only.
+    virtual void set_read_observer(ReadObserver *observer) { observer_.store(observer); }
 
 protected:
     // read_weight_file for `spec` from folder_, counted in bytes_read/read_us.
     Tensor read_counted(const WeightSpec &spec, const Allocator &alloc);
+    // Count a read of `bytes` of `file` that started when `watch` did, and report it to the observer.
+    void count_read(const std::string &file, const Stopwatch &watch, uint64_t bytes) {
+        read_us_ += watch.elapsed_us();
+        bytes_read_ += bytes;
+        if (ReadObserver *o = observer_.load()) o->weight_read(file, watch.started(), bytes);
+    }
 
     std::string folder_;
     std::atomic<uint64_t> bytes_read_{0}, read_us_{0}, bytes_copied_{0};
+    std::atomic<ReadObserver *> observer_{nullptr};
 };
 
 std::unique_ptr<WeightsProvider> make_nocache_provider();

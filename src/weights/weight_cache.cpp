@@ -72,6 +72,8 @@ public:
     void validate(const WeightSpec &spec) override {
         if (!find(spec)) inner_->validate(spec);
     }
+    // Served entries are mapped, not read; what passes through is read by the inner provider.
+    void set_read_observer(ReadObserver *observer) override { inner_->set_read_observer(observer); }
 
     Tensor fetch(const WeightSpec &spec, const Allocator &alloc) override {
         const Entry *e = find(spec);

@@ -39,16 +39,14 @@ bool file_size(const std::string &path, uint64_t &size) {
 Tensor WeightsProvider::fetch_rows(const WeightSpec &spec, int64_t begin, int64_t end, const Allocator &alloc) {
     Stopwatch watch;
     Tensor t = read_weight_rows(resolve_weight_file(folder_, spec), spec, begin, end, alloc, &bytes_copied_);
-    read_us_ += watch.elapsed_us();
-    bytes_read_ += t.byte_size();
+    count_read(spec.file, watch, t.byte_size());
     return t;
 }
 
 Tensor WeightsProvider::read_counted(const WeightSpec &spec, const Allocator &alloc) {
     Stopwatch watch;
     Tensor t = read_weight_file(resolve_weight_file(folder_, spec), spec, alloc, &bytes_copied_);
-    read_us_ += watch.elapsed_us();
-    bytes_read_ += spec.byte_size();
+    count_read(spec.file, watch, spec.byte_size());
     return t;
 }
 

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "util/kernel_timer.h"
 #include "xnnpack/xnn.h"
 #include "xnnpack/xnnpack_config.h"
 
@@ -30,6 +31,7 @@ const char *api_description();
 // No code or weights cache is used: onnxstream keeps its own packed-weight cache (src/weights/).
 template <typename Create, typename... Args>
 enum xnn_status create_operator(Create create, xnn_operator_t *out, Args... args) {
+    KernelPrepareTimer timer; // creation packs the weights: the profiler reports it apart from compute
 #if ONNXSTREAM_XNNPACK_2024
     return create(args..., /*code_cache=*/nullptr, /*weights_cache=*/nullptr, out);
 #else

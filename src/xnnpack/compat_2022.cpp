@@ -9,45 +9,53 @@ const char *api_description() { return "XNNPACK 2022-02 API (create, setup)"; }
 // The 2022 convolutions keep their scratch memory inside the operator: the workspace stays unused.
 void setup_conv2d_f32(xnn_operator_t op, Workspace &, size_t batch, size_t in_h, size_t in_w, const float *input,
                       float *output, pthreadpool_t pool) {
+    KernelPrepareTimer timer;
     check(xnn_setup_convolution2d_nhwc_f32(op, batch, in_h, in_w, input, output, pool),
           "xnn_setup_convolution2d_nhwc_f32");
 }
 
 void setup_conv2d_f16(xnn_operator_t op, Workspace &, size_t batch, size_t in_h, size_t in_w, const void *input,
                       void *output, pthreadpool_t pool) {
+    KernelPrepareTimer timer;
     check(xnn_setup_convolution2d_nhwc_f16(op, batch, in_h, in_w, input, output, pool),
           "xnn_setup_convolution2d_nhwc_f16");
 }
 
 void setup_conv2d_qu8(xnn_operator_t op, Workspace &, size_t batch, size_t in_h, size_t in_w,
                       const uint8_t *input, uint8_t *output, pthreadpool_t pool) {
+    KernelPrepareTimer timer;
     check(xnn_setup_convolution2d_nhwc_qu8(op, batch, in_h, in_w, input, output, pool),
           "xnn_setup_convolution2d_nhwc_qu8");
 }
 
 void setup_conv2d_qs8_qc8w(xnn_operator_t op, Workspace &, size_t batch, size_t in_h, size_t in_w,
                            const int8_t *input, int8_t *output, pthreadpool_t pool) {
+    KernelPrepareTimer timer;
     check(xnn_setup_convolution2d_nhwc_qc8(op, batch, in_h, in_w, input, output, pool),
           "xnn_setup_convolution2d_nhwc_qc8");
 }
 
 void setup_deconv2d_f32(xnn_operator_t op, size_t batch, size_t in_h, size_t in_w, uint32_t adjustment_h,
                         uint32_t adjustment_w, const float *input, float *output, pthreadpool_t pool) {
+    KernelPrepareTimer timer;
     check(xnn_setup_deconvolution2d_nhwc_f32(op, batch, in_h, in_w, adjustment_h, adjustment_w, input, output,
                                              pool),
           "xnn_setup_deconvolution2d_nhwc_f32");
 }
 
 void setup_fully_connected_f32(xnn_operator_t op, size_t batch, const float *x, float *y, pthreadpool_t pool) {
+    KernelPrepareTimer timer;
     check(xnn_setup_fully_connected_nc_f32(op, batch, x, y, pool), "xnn_setup_fully_connected_nc_f32");
 }
 
 void setup_fully_connected_f16(xnn_operator_t op, size_t batch, const void *x, void *y, pthreadpool_t pool) {
+    KernelPrepareTimer timer;
     check(xnn_setup_fully_connected_nc_f16(op, batch, x, y, pool), "xnn_setup_fully_connected_nc_f16");
 }
 
 void setup_fully_connected_qu8(xnn_operator_t op, size_t batch, const uint8_t *x, uint8_t *y,
                                pthreadpool_t pool) {
+    KernelPrepareTimer timer;
     check(xnn_setup_fully_connected_nc_qu8(op, batch, x, y, pool), "xnn_setup_fully_connected_nc_qu8");
 }
 

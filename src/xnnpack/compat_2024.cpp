@@ -27,21 +27,25 @@ void reshape_and_setup_conv(Reshape reshape, const char *reshape_name, Setup set
 
 void setup_conv2d_f32(xnn_operator_t op, Workspace &ws, size_t batch, size_t in_h, size_t in_w, const float *input,
                       float *output, pthreadpool_t pool) {
+    KernelPrepareTimer timer;
     reshape_and_setup_conv(ONNXSTREAM_XNN_CONV_FNS(f32), op, ws, batch, in_h, in_w, input, output, pool);
 }
 
 void setup_conv2d_f16(xnn_operator_t op, Workspace &ws, size_t batch, size_t in_h, size_t in_w, const void *input,
                       void *output, pthreadpool_t pool) {
+    KernelPrepareTimer timer;
     reshape_and_setup_conv(ONNXSTREAM_XNN_CONV_FNS(f16), op, ws, batch, in_h, in_w, input, output, pool);
 }
 
 void setup_conv2d_qu8(xnn_operator_t op, Workspace &ws, size_t batch, size_t in_h, size_t in_w,
                       const uint8_t *input, uint8_t *output, pthreadpool_t pool) {
+    KernelPrepareTimer timer;
     reshape_and_setup_conv(ONNXSTREAM_XNN_CONV_FNS(qu8), op, ws, batch, in_h, in_w, input, output, pool);
 }
 
 void setup_conv2d_qs8_qc8w(xnn_operator_t op, Workspace &ws, size_t batch, size_t in_h, size_t in_w,
                            const int8_t *input, int8_t *output, pthreadpool_t pool) {
+    KernelPrepareTimer timer;
     reshape_and_setup_conv(ONNXSTREAM_XNN_CONV_FNS(qs8_qc8w), op, ws, batch, in_h, in_w, input, output, pool);
 }
 
@@ -49,6 +53,7 @@ void setup_conv2d_qs8_qc8w(xnn_operator_t op, Workspace &ws, size_t batch, size_
 
 void setup_deconv2d_f32(xnn_operator_t op, size_t batch, size_t in_h, size_t in_w, uint32_t adjustment_h,
                         uint32_t adjustment_w, const float *input, float *output, pthreadpool_t pool) {
+    KernelPrepareTimer timer;
     check(xnn_reshape_deconvolution2d_nhwc_f32(op, batch, in_h, in_w, adjustment_h, adjustment_w,
                                                /*output_height_out=*/nullptr, /*output_width_out=*/nullptr, pool),
           "xnn_reshape_deconvolution2d_nhwc_f32");
@@ -56,17 +61,20 @@ void setup_deconv2d_f32(xnn_operator_t op, size_t batch, size_t in_h, size_t in_
 }
 
 void setup_fully_connected_f32(xnn_operator_t op, size_t batch, const float *x, float *y, pthreadpool_t pool) {
+    KernelPrepareTimer timer;
     check(xnn_reshape_fully_connected_nc_f32(op, batch, pool), "xnn_reshape_fully_connected_nc_f32");
     check(xnn_setup_fully_connected_nc_f32(op, x, y), "xnn_setup_fully_connected_nc_f32");
 }
 
 void setup_fully_connected_f16(xnn_operator_t op, size_t batch, const void *x, void *y, pthreadpool_t pool) {
+    KernelPrepareTimer timer;
     check(xnn_reshape_fully_connected_nc_f16(op, batch, pool), "xnn_reshape_fully_connected_nc_f16");
     check(xnn_setup_fully_connected_nc_f16(op, x, y), "xnn_setup_fully_connected_nc_f16");
 }
 
 void setup_fully_connected_qu8(xnn_operator_t op, size_t batch, const uint8_t *x, uint8_t *y,
                                pthreadpool_t pool) {
+    KernelPrepareTimer timer;
     check(xnn_reshape_fully_connected_nc_qu8(op, batch, pool), "xnn_reshape_fully_connected_nc_qu8");
     check(xnn_setup_fully_connected_nc_qu8(op, x, y), "xnn_setup_fully_connected_nc_qu8");
 }
