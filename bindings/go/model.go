@@ -57,6 +57,9 @@ type Options struct {
 	// Budget of the model's tracked tensor memory in bytes; 0 = no limit. A run that would pass it fails
 	// with ErrOutOfMemory and the model stays usable (what counts: max_bytes in include/onnxstream.h).
 	MaxBytes uint64
+	// Record a per-op profile of every run (Model.Profile, Model.RenderProfile). It costs a few
+	// microseconds per op; off, the engine records nothing.
+	Profile bool
 }
 
 // NoChunking as Options.WeightChunkBytes never splits weights.
@@ -150,6 +153,9 @@ func NewModel(opts Options) (*Model, error) {
 	}
 	o.weight_chunk_bytes = C.uint64_t(opts.WeightChunkBytes)
 	o.max_bytes = C.uint64_t(opts.MaxBytes)
+	if opts.Profile {
+		o.flags |= C.ONNXSTREAM_FLAG_PROFILE
+	}
 	if opts.CachePath != "" {
 		cpath := C.CString(opts.CachePath)
 		defer C.free(unsafe.Pointer(cpath))

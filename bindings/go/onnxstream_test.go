@@ -12,7 +12,7 @@ import (
 )
 
 func TestVersion(t *testing.T) {
-	if major, minor, patch := Version(); major != 0 || minor != 5 || patch != 0 {
+	if major, minor, patch := Version(); major != 0 || minor != 6 || patch != 0 {
 		t.Fatalf("Version() = %d.%d.%d", major, minor, patch)
 	}
 	if VersionString() != "0.6.0" {

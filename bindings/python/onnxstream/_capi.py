@@ -13,6 +13,7 @@ from ctypes import (
     POINTER,
     Structure,
     c_char_p,
+    c_double,
     c_int,
     c_int32,
     c_int64,
@@ -25,11 +26,12 @@ from ctypes import (
 from ._library import LibraryError, open_library
 
 # The header this file mirrors: ONNXSTREAM_VERSION of include/onnxstream.h.
-HEADER_VERSION = 500
+HEADER_VERSION = 600
 
 # C enums are int-sized (the library's own c_enum() static_asserts it).
 c_status = c_int
 c_dtype = c_int
+c_profile_format = c_int
 
 
 class ModelOptions(Structure):
@@ -141,6 +143,34 @@ class RunStats(Structure):
     ]
 
 
+class OpProfile(Structure):
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("op_index", c_size_t),
+        ("line", c_size_t),
+        ("op_name", c_char_p),
+        ("op_type", c_char_p),
+        ("inputs", c_char_p),
+        ("outputs", c_char_p),
+        ("start_ns", c_uint64),
+        ("duration_ns", c_uint64),
+        ("weight_wait_ns", c_uint64),
+        ("kernel_prepare_ns", c_uint64),
+        ("flops", c_uint64),
+        ("weight_bytes", c_uint64),
+        ("activation_bytes", c_uint64),
+        ("memory_bytes", c_uint64),
+    ]
+
+
+class Roofline(Structure):
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("flops_per_s", c_double),
+        ("bytes_per_s", c_double),
+    ]
+
+
 class ConvertOptions(Structure):
     _fields_ = [
         ("struct_size", c_uint32),
@@ -198,6 +228,12 @@ _PROTOTYPES = {
     "onnxstream_model_get_output_by_name": (c_status, [_M, c_char_p, POINTER(TensorView)]),
     "onnxstream_model_memory_stats": (c_status, [_M, POINTER(MemoryStats), c_int]),
     "onnxstream_model_run_stats": (c_status, [_M, POINTER(RunStats)]),
+    "onnxstream_model_profile_op_count": (c_size_t, [_M]),
+    "onnxstream_model_get_op_profile": (c_status, [_M, c_size_t, POINTER(OpProfile)]),
+    # text as a void *: read with its length (ctypes.string_at), not up to the first NUL as c_char_p would.
+    "onnxstream_model_render_profile": (
+        c_status, [_M, c_profile_format, POINTER(Roofline), POINTER(c_void_p), POINTER(c_size_t)]),
+    "onnxstream_measure_roofline": (c_status, [c_int32, POINTER(Roofline)]),
     "onnxstream_convert_options_init": (None, [c_void_p]),
     "onnxstream_convert_onnx": (c_status, [c_char_p, c_char_p, POINTER(ConvertOptions)]),
 }

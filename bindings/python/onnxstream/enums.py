@@ -85,6 +85,14 @@ class Flag(enum.IntFlag):
     NONE = 0
     KEEP_ALL_OUTPUTS = 0x1  #: reserved by the library; must not be set for now
     NCHW_ONLY = 0x2  #: keep every activation NCHW (no channels-last plan); for comparisons
+    PROFILE = 0x4  #: record a per-op profile of every run (Model.profile, Model.render_profile)
+
+
+class ProfileFormat(enum.IntEnum):
+    """onnxstream_profile_format_t: how Model.render_profile renders a profile."""
+
+    TRACE_JSON = 0  #: Chrome trace events: loads in Perfetto and chrome://tracing
+    SUMMARY = 1  #: a text table per op type, sorted by time
 
 
 class Quantize(enum.IntEnum):

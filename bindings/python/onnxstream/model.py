@@ -13,9 +13,10 @@ from typing import Dict, List, Optional, Union
 import numpy as np
 
 from . import _capi, _registry, callbacks, tensors
-from .enums import LogLevel
+from .enums import LogLevel, ProfileFormat
 from .errors import Error, Status, decode
 from .options import UINT64, ModelOptions, PathLike, c_enum, c_int, c_path, c_string
+from .profile import OpProfile, Roofline, op_profile, roofline_to_c
 from .stats import MemoryStats, RunStats, memory_stats, run_stats
 from .weights import ProviderState, describe
 
@@ -341,6 +342,34 @@ class Model:
         with self._use("run_stats") as h:
             self._check(self._api.model_run_stats(h, ctypes.byref(s)))
         return run_stats(s)
+
+    def profile(self) -> List[OpProfile]:
+        """The per-op profile of the last successful run, in execution order: empty unless the model was
+        created with ``flags=Flag.PROFILE`` and has run. The records are Python copies."""
+        with self._use("profile") as h:
+            result = []
+            for i in range(self._api.model_profile_op_count(h)):
+                p = _capi.new_struct(_capi.OpProfile)
+                self._check(self._api.model_get_op_profile(h, i, ctypes.byref(p)))
+                result.append(op_profile(p))
+            return result
+
+    def render_profile(self, format: Union[ProfileFormat, int, str],
+                       peak: Optional[Roofline] = None) -> str:
+        """The last successful run's profile as Chrome trace JSON (``ProfileFormat.TRACE_JSON``, or
+        ``"trace_json"``) or a per-type summary table (``SUMMARY``). ``peak`` (a :class:`Roofline`, e.g.
+        from :func:`onnxstream.measure_roofline`) adds the summary's "% peak" column. Raises
+        ``Error(Status.BAD_STATE)`` when the model was created without ``Flag.PROFILE`` or has not run
+        successfully yet."""
+        fmt = c_enum("format", ProfileFormat, format)
+        c_peak = None if peak is None else ctypes.byref(roofline_to_c(peak))
+        text = ctypes.c_void_p()
+        length = ctypes.c_size_t()
+        with self._use("render_profile") as h:
+            self._check(self._api.model_render_profile(h, fmt, c_peak, ctypes.byref(text), ctypes.byref(length)))
+            # Valid until the next render, run, load or close: copied now.
+            raw = ctypes.string_at(text.value, length.value) if text.value else b""
+        return decode(raw)
 
 
 __all__ = ["Model"]

@@ -27,6 +27,8 @@ STRUCTS = {
     "onnxstream_tensor_view_t": _capi.TensorView,
     "onnxstream_memory_stats_t": _capi.MemoryStats,
     "onnxstream_run_stats_t": _capi.RunStats,
+    "onnxstream_op_profile_t": _capi.OpProfile,
+    "onnxstream_roofline_t": _capi.Roofline,
     "onnxstream_convert_options_t": _capi.ConvertOptions,
 }
 
@@ -40,6 +42,7 @@ ENUMS = {
     onnxstream.Arithmetic: "ONNXSTREAM_ARITHMETIC_",
     onnxstream.LogLevel: "ONNXSTREAM_LOG_",
     onnxstream.Flag: "ONNXSTREAM_FLAG_",
+    onnxstream.ProfileFormat: "ONNXSTREAM_PROFILE_",
 }
 
 
@@ -56,7 +59,8 @@ def expected_rows() -> dict:
             elif not (cls is onnxstream.Flag and m == onnxstream.Flag.NONE):
                 rows[f"const {prefix}{m.name}"] = int(m)
     rows["const ONNXSTREAM_VERSION"] = _capi.HEADER_VERSION
-    for name in ("onnxstream_status_t", "onnxstream_dtype_t", "onnxstream_log_level_t"):
+    for name in ("onnxstream_status_t", "onnxstream_dtype_t", "onnxstream_log_level_t",
+                 "onnxstream_profile_format_t"):
         rows[f"{name} sizeof"] = ctypes.sizeof(_capi.c_status)
     return rows
 

@@ -14,6 +14,7 @@ int main(void) {
     SIZE(onnxstream_status_t);
     SIZE(onnxstream_dtype_t);
     SIZE(onnxstream_log_level_t);
+    SIZE(onnxstream_profile_format_t);
 
     SIZE(onnxstream_model_options_t);
     FIELD(onnxstream_model_options_t, struct_size);
@@ -85,6 +86,28 @@ int main(void) {
     FIELD(onnxstream_run_stats_t, arithmetic);
     FIELD(onnxstream_run_stats_t, weight_bytes_copied);
 
+    SIZE(onnxstream_op_profile_t);
+    FIELD(onnxstream_op_profile_t, struct_size);
+    FIELD(onnxstream_op_profile_t, op_index);
+    FIELD(onnxstream_op_profile_t, line);
+    FIELD(onnxstream_op_profile_t, op_name);
+    FIELD(onnxstream_op_profile_t, op_type);
+    FIELD(onnxstream_op_profile_t, inputs);
+    FIELD(onnxstream_op_profile_t, outputs);
+    FIELD(onnxstream_op_profile_t, start_ns);
+    FIELD(onnxstream_op_profile_t, duration_ns);
+    FIELD(onnxstream_op_profile_t, weight_wait_ns);
+    FIELD(onnxstream_op_profile_t, kernel_prepare_ns);
+    FIELD(onnxstream_op_profile_t, flops);
+    FIELD(onnxstream_op_profile_t, weight_bytes);
+    FIELD(onnxstream_op_profile_t, activation_bytes);
+    FIELD(onnxstream_op_profile_t, memory_bytes);
+
+    SIZE(onnxstream_roofline_t);
+    FIELD(onnxstream_roofline_t, struct_size);
+    FIELD(onnxstream_roofline_t, flops_per_s);
+    FIELD(onnxstream_roofline_t, bytes_per_s);
+
     CONST(ONNXSTREAM_VERSION);
     CONST(ONNXSTREAM_OK);
     CONST(ONNXSTREAM_ERR_INVALID_ARGUMENT);
@@ -117,6 +140,9 @@ int main(void) {
     CONST(ONNXSTREAM_PROVIDER_RAM);
     CONST(ONNXSTREAM_FLAG_KEEP_ALL_OUTPUTS);
     CONST(ONNXSTREAM_FLAG_NCHW_ONLY);
+    CONST(ONNXSTREAM_FLAG_PROFILE);
+    CONST(ONNXSTREAM_PROFILE_TRACE_JSON);
+    CONST(ONNXSTREAM_PROFILE_SUMMARY);
     CONST(ONNXSTREAM_LOG_DEBUG);
     CONST(ONNXSTREAM_LOG_INFO);
     CONST(ONNXSTREAM_LOG_WARNING);

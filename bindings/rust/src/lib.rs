@@ -26,6 +26,7 @@
 mod error;
 mod model;
 mod options;
+mod profile;
 mod sys;
 mod tensor;
 mod weights;
@@ -33,6 +34,7 @@ mod weights;
 pub use error::{Error, Result, Status};
 pub use model::{LogLevel, MemoryStats, Model, Progress, RunStats};
 pub use options::{Attention, BuiltinProvider, MemoryMode, ModelOptions};
+pub use profile::{measure_roofline, OpProfile, ProfileFormat, Roofline};
 pub use tensor::{f16_to_f32, DType, Element, InputInfo, TensorView};
 pub use weights::{provider_fn, BoxError, Lease, WeightRequest, WeightsLender, WeightsProvider};
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::error::{check, Error, Result, Status};
 use crate::options::ModelOptions;
+use crate::profile::{OpProfile, ProfileFormat, Roofline};
 use crate::sys;
 use crate::tensor::{as_bytes, lossy, raw_slice, DType, Element, InputInfo, TensorView};
 use crate::weights::{self, guarded, WeightsLender, WeightsProvider};
@@ -459,6 +460,73 @@ impl Model {
             layout_transposes: s.layout_transposes,
             weight_bytes_copied: s.weight_bytes_copied,
         })
+    }
+
+    /// The per-op profile of the last successful run, in execution order: empty unless the model was
+    /// created with [`ModelOptions::profile`] and has run. The records are owned copies.
+    pub fn profile(&self) -> Result<Vec<OpProfile>> {
+        // Safety: valid model.
+        let n = unsafe { sys::onnxstream_model_profile_op_count(self.ptr()) };
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let mut p = sys::onnxstream_op_profile_t {
+                struct_size: size_of::<sys::onnxstream_op_profile_t>() as u32,
+                op_index: 0,
+                line: 0,
+                op_name: ptr::null(),
+                op_type: ptr::null(),
+                inputs: ptr::null(),
+                outputs: ptr::null(),
+                start_ns: 0,
+                duration_ns: 0,
+                weight_wait_ns: 0,
+                kernel_prepare_ns: 0,
+                flops: 0,
+                weight_bytes: 0,
+                activation_bytes: 0,
+                memory_bytes: 0,
+            };
+            // Safety: valid model and struct.
+            self.check(unsafe { sys::onnxstream_model_get_op_profile(self.ptr(), i, &mut p) })?;
+            // Safety: the strings stay valid until the next run, load or destroy; copied right away.
+            unsafe {
+                out.push(OpProfile {
+                    op_index: p.op_index,
+                    line: p.line,
+                    op_name: lossy(p.op_name).into_owned(),
+                    op_type: lossy(p.op_type).into_owned(),
+                    inputs: lossy(p.inputs).into_owned(),
+                    outputs: lossy(p.outputs).into_owned(),
+                    start_ns: p.start_ns,
+                    duration_ns: p.duration_ns,
+                    weight_wait_ns: p.weight_wait_ns,
+                    kernel_prepare_ns: p.kernel_prepare_ns,
+                    flops: p.flops,
+                    weight_bytes: p.weight_bytes,
+                    activation_bytes: p.activation_bytes,
+                    memory_bytes: p.memory_bytes,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Renders the last successful run's profile as Chrome trace JSON or a per-type summary table.
+    /// `peak` (from [`measure_roofline`](crate::measure_roofline)) adds the summary's "% peak" column.
+    /// Fails with `Status::BadState` when the model was created without [`ModelOptions::profile`] or
+    /// has not run successfully yet.
+    pub fn render_profile(&self, format: ProfileFormat, peak: Option<&Roofline>) -> Result<String> {
+        let raw_peak = peak.map(|p| p.to_raw());
+        let peak_ptr = raw_peak.as_ref().map_or(ptr::null(), |p| p as *const sys::onnxstream_roofline_t);
+        let mut text: *const c_char = ptr::null();
+        let mut length: usize = 0;
+        // Safety: valid model and pointers; the peak struct outlives the call.
+        self.check(unsafe {
+            sys::onnxstream_model_render_profile(self.ptr(), format.code(), peak_ptr, &mut text, &mut length)
+        })?;
+        // Safety: text holds length bytes until the next render, run, load or destroy; copied right away.
+        let bytes = unsafe { raw_slice(text as *const u8, length) };
+        Ok(String::from_utf8_lossy(bytes).into_owned())
     }
 }
 

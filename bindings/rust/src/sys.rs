@@ -8,8 +8,9 @@ use std::os::raw::{c_char, c_int, c_void};
 pub type onnxstream_status_t = c_int;
 pub type onnxstream_dtype_t = c_int;
 pub type onnxstream_log_level_t = c_int;
+pub type onnxstream_profile_format_t = c_int;
 
-pub const ONNXSTREAM_VERSION: u32 = 500;
+pub const ONNXSTREAM_VERSION: u32 = 600;
 
 pub const ONNXSTREAM_OK: onnxstream_status_t = 0;
 pub const ONNXSTREAM_ERR_INVALID_ARGUMENT: onnxstream_status_t = 1;
@@ -45,6 +46,10 @@ pub const ONNXSTREAM_ATTENTION_FLASH: i32 = 3;
 
 pub const ONNXSTREAM_FLAG_KEEP_ALL_OUTPUTS: u32 = 0x1;
 pub const ONNXSTREAM_FLAG_NCHW_ONLY: u32 = 0x2;
+pub const ONNXSTREAM_FLAG_PROFILE: u32 = 0x4;
+
+pub const ONNXSTREAM_PROFILE_TRACE_JSON: onnxstream_profile_format_t = 0;
+pub const ONNXSTREAM_PROFILE_SUMMARY: onnxstream_profile_format_t = 1;
 
 pub const ONNXSTREAM_LOG_DEBUG: onnxstream_log_level_t = 0;
 pub const ONNXSTREAM_LOG_INFO: onnxstream_log_level_t = 1;
@@ -156,6 +161,32 @@ pub struct onnxstream_run_stats_t {
     pub weight_bytes_copied: u64,
 }
 
+#[repr(C)]
+pub struct onnxstream_op_profile_t {
+    pub struct_size: u32,
+    pub op_index: usize,
+    pub line: usize,
+    pub op_name: *const c_char,
+    pub op_type: *const c_char,
+    pub inputs: *const c_char,
+    pub outputs: *const c_char,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub weight_wait_ns: u64,
+    pub kernel_prepare_ns: u64,
+    pub flops: u64,
+    pub weight_bytes: u64,
+    pub activation_bytes: u64,
+    pub memory_bytes: u64,
+}
+
+#[repr(C)]
+pub struct onnxstream_roofline_t {
+    pub struct_size: u32,
+    pub flops_per_s: f64,
+    pub bytes_per_s: f64,
+}
+
 extern "C" {
     pub fn onnxstream_version() -> u32;
     pub fn onnxstream_version_string() -> *const c_char;
@@ -245,6 +276,21 @@ extern "C" {
         model: *mut onnxstream_model_t,
         stats: *mut onnxstream_run_stats_t,
     ) -> onnxstream_status_t;
+
+    pub fn onnxstream_model_profile_op_count(model: *const onnxstream_model_t) -> usize;
+    pub fn onnxstream_model_get_op_profile(
+        model: *mut onnxstream_model_t,
+        index: usize,
+        op: *mut onnxstream_op_profile_t,
+    ) -> onnxstream_status_t;
+    pub fn onnxstream_model_render_profile(
+        model: *mut onnxstream_model_t,
+        format: onnxstream_profile_format_t,
+        peak: *const onnxstream_roofline_t,
+        text: *mut *const c_char,
+        length: *mut usize,
+    ) -> onnxstream_status_t;
+    pub fn onnxstream_measure_roofline(threads: i32, out: *mut onnxstream_roofline_t) -> onnxstream_status_t;
 }
 
 #[cfg(test)]
@@ -284,6 +330,10 @@ mod layout_tests {
         rows.insert(
             ("onnxstream_log_level_t".into(), "sizeof".into()),
             size_of::<onnxstream_log_level_t>() as u64,
+        );
+        rows.insert(
+            ("onnxstream_profile_format_t".into(), "sizeof".into()),
+            size_of::<onnxstream_profile_format_t>() as u64,
         );
         rust_struct!(
             rows,
@@ -354,6 +404,27 @@ mod layout_tests {
                 weight_bytes_copied
             }
         );
+        rust_struct!(
+            rows,
+            onnxstream_op_profile_t {
+                struct_size,
+                op_index,
+                line,
+                op_name,
+                op_type,
+                inputs,
+                outputs,
+                start_ns,
+                duration_ns,
+                weight_wait_ns,
+                kernel_prepare_ns,
+                flops,
+                weight_bytes,
+                activation_bytes,
+                memory_bytes
+            }
+        );
+        rust_struct!(rows, onnxstream_roofline_t { struct_size, flops_per_s, bytes_per_s });
         rust_consts!(
             rows,
             ONNXSTREAM_VERSION,
@@ -388,6 +459,9 @@ mod layout_tests {
             ONNXSTREAM_PROVIDER_RAM,
             ONNXSTREAM_FLAG_KEEP_ALL_OUTPUTS,
             ONNXSTREAM_FLAG_NCHW_ONLY,
+            ONNXSTREAM_FLAG_PROFILE,
+            ONNXSTREAM_PROFILE_TRACE_JSON,
+            ONNXSTREAM_PROFILE_SUMMARY,
             ONNXSTREAM_LOG_DEBUG,
             ONNXSTREAM_LOG_INFO,
             ONNXSTREAM_LOG_WARNING,
