@@ -1,5 +1,6 @@
 #include "tensor/mapping_cache.h"
 
+#include <algorithm>
 #include <deque>
 #include <mutex>
 
@@ -16,14 +17,8 @@ struct Cache {
     uint64_t idle_bytes = 0;
     uint64_t budget = 0;
 
-    // Unmaps the oldest mappings until idle_bytes <= limit. Called with the mutex held.
-    void trim(uint64_t limit) {
-        while (idle_bytes > limit && !idle.empty()) {
-            ::munmap(idle.front().base, idle.front().bytes);
-            idle_bytes -= idle.front().bytes;
-            idle.pop_front();
-        }
-    }
+    // Unmaps whole idle mappings, oldest first, until idle_bytes <= limit. Called with the mutex held.
+    void trim(uint64_t limit);
 };
 
 Cache &cache() {
@@ -36,6 +31,16 @@ size_t page_round(size_t bytes) {
     return (bytes + page - 1) / page * page;
 }
 
+void Cache::trim(uint64_t limit) {
+    // Whole mappings, oldest first: unmapping a range that was just joined or split costs nothing extra,
+    // and leaving the cache below its budget keeps the resident memory of the smallest modes down.
+    while (idle_bytes > limit && !idle.empty()) {
+        ::munmap(idle.front().base, idle.front().bytes);
+        idle_bytes -= idle.front().bytes;
+        idle.pop_front();
+    }
+}
+
 } // namespace
 
 Mapping map_pages(size_t bytes) {
@@ -43,14 +48,22 @@ Mapping map_pages(size_t bytes) {
     Cache &c = cache();
     {
         std::lock_guard<std::mutex> lock(c.mutex);
-        // Newest first: the block freed last is the likeliest to still be in the CPU caches.
-        for (auto it = c.idle.rbegin(); it != c.idle.rend(); ++it)
-            if (it->bytes >= want && it->bytes - want <= want / 8) {
-                Mapping m = *it;
-                c.idle.erase(std::next(it).base());
-                c.idle_bytes -= m.bytes;
-                return m;
+        // Best fit, newest first among equals (the likeliest to still be in the CPU caches). A bigger one is
+        // split: its tail stays idle, pages already touched, for the next request.
+        auto best = c.idle.end();
+        for (auto it = c.idle.begin(); it != c.idle.end(); ++it)
+            if (it->bytes >= want && (best == c.idle.end() || it->bytes <= best->bytes)) best = it;
+        if (best != c.idle.end()) {
+            Mapping m = *best;
+            c.idle.erase(best);
+            c.idle_bytes -= m.bytes;
+            if (m.bytes > want) {
+                c.idle.push_back({static_cast<char *>(m.base) + want, m.bytes - want});
+                c.idle_bytes += m.bytes - want;
+                m.bytes = want;
             }
+            return m;
+        }
     }
     void *p = ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
@@ -73,8 +86,22 @@ void unmap_pages(const Mapping &mapping) {
         ::munmap(mapping.base, mapping.bytes);
         return;
     }
-    c.idle.push_back(mapping);
-    c.idle_bytes += mapping.bytes;
+    // Rejoin the idle pieces it borders (split from one mapping, or mapped next to each other): munmap and
+    // later splits treat the joined range as one.
+    Mapping joined = mapping;
+    for (auto it = c.idle.begin(); it != c.idle.end();) {
+        char *b = static_cast<char *>(it->base);
+        if (b + it->bytes == joined.base || static_cast<char *>(joined.base) + joined.bytes == b) {
+            joined.base = std::min(static_cast<void *>(b), joined.base);
+            joined.bytes += it->bytes;
+            c.idle_bytes -= it->bytes;
+            it = c.idle.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    c.idle.push_back(joined);
+    c.idle_bytes += joined.bytes;
     c.trim(c.budget);
 }
 

@@ -6,7 +6,9 @@
 // mapping costs a page fault and a cleared page per 4 KiB touched: in an SD UNet run, where every op
 // allocates its outputs and (when weights stream) packs its weights anew, that was ~15 % of the CPU time,
 // spent in the kernel. Keeping up to a budget of freed mappings for reuse removes most of it while bounding
-// the extra resident memory by that budget.
+// the extra resident memory by that budget. Sizes differ from op to op, so idle mappings are split to fit a
+// smaller request and joined again with their neighbours when freed: reusing only whole mappings of nearly
+// the same size left most requests to fresh pages.
 #pragma once
 
 #include <cstddef>
@@ -36,10 +38,11 @@ struct Mapping {
     size_t bytes = 0; // the mapping's real size (page multiple, >= the size asked for)
 };
 
-// A mapping of at least `bytes` (rounded up to pages): a cached one no more than 1/8 bigger, or a new one.
-// Contents are unspecified. base == nullptr when the system refuses.
+// A mapping of `bytes` rounded up to pages: the smallest idle one that holds it (a bigger one is split, its
+// tail staying idle), or a new one. Contents are unspecified. base == nullptr when the system refuses.
 Mapping map_pages(size_t bytes);
-// Give a mapping back: cached while the idle bytes stay within the budget (oldest evicted), else unmapped.
+// Give a mapping back: joined with the idle ranges it borders and cached while the idle bytes stay within
+// the budget (whole mappings unmapped, oldest first), else unmapped.
 void unmap_pages(const Mapping &mapping);
 
 // Idle bytes the cache may hold (0 = unmap at once). Process-wide: models in one process share it, and the

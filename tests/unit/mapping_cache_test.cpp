@@ -1,8 +1,10 @@
-// The mapping cache: freed big mappings are reused when the size fits, the idle bytes stay within the
-// budget (oldest unmapped first), and a zero budget unmaps at once.
+// The mapping cache: freed big mappings are reused by best fit (a bigger one split, its tail kept idle),
+// freed neighbours are joined again, the idle bytes stay within the budget (whole mappings unmapped, oldest
+// first), and a zero budget unmaps at once.
 #include <cstring>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "tensor/mapping_cache.h"
 
@@ -10,6 +12,8 @@ using namespace onnxstream;
 
 namespace {
 constexpr size_t MiB = 1u << 20;
+
+size_t page() { return static_cast<size_t>(::sysconf(_SC_PAGESIZE)); }
 
 // Each test starts and ends with an empty cache.
 struct MappingCache : ::testing::Test {
@@ -33,40 +37,87 @@ TEST_F(MappingCache, FreedMappingIsReusedWithItsPages) {
     std::memset(m.base, 0x5A, m.bytes);
     unmap_pages(m);
     EXPECT_EQ(mapping_cache_idle_bytes(), 4 * MiB);
-    // Slightly smaller still fits (within 1/8); the pages come back as they were left.
+    // A smaller request takes the front of it, pages as they were left; the rest stays idle.
+    const size_t want = (4 * MiB - 100000 + page() - 1) / page() * page();
     Mapping again = map_pages(4 * MiB - 100000);
     EXPECT_EQ(again.base, m.base);
-    EXPECT_EQ(again.bytes, 4 * MiB);
-    EXPECT_EQ(static_cast<unsigned char *>(again.base)[4 * MiB - 1], 0x5A);
+    EXPECT_EQ(again.bytes, want);
+    EXPECT_EQ(static_cast<unsigned char *>(again.base)[want - 1], 0x5A);
+    EXPECT_EQ(mapping_cache_idle_bytes(), 4 * MiB - want);
+    unmap_pages(again); // joined with its tail again
+    EXPECT_EQ(mapping_cache_idle_bytes(), 4 * MiB);
+    Mapping whole = map_pages(4 * MiB);
+    EXPECT_EQ(whole.base, m.base);
     EXPECT_EQ(mapping_cache_idle_bytes(), 0u);
+    unmap_pages(whole);
+}
+
+TEST_F(MappingCache, SmallerRequestsSplitOneMappingAndJoinBack) {
+    set_mapping_cache_budget(16 * MiB);
+    Mapping big = map_pages(8 * MiB);
+    std::memset(big.base, 1, big.bytes);
+    unmap_pages(big);
+    Mapping a = map_pages(2 * MiB), b = map_pages(3 * MiB);
+    EXPECT_EQ(a.base, big.base);
+    EXPECT_EQ(b.base, static_cast<char *>(big.base) + 2 * MiB);
+    EXPECT_EQ(mapping_cache_idle_bytes(), 3 * MiB);
+    std::memset(a.base, 2, a.bytes); // the pieces are separate buffers
+    std::memset(b.base, 3, b.bytes);
+    EXPECT_EQ(static_cast<unsigned char *>(a.base)[a.bytes - 1], 2);
+    unmap_pages(a);
+    unmap_pages(b);
+    EXPECT_EQ(mapping_cache_idle_bytes(), 8 * MiB);
+    Mapping again = map_pages(8 * MiB);
+    EXPECT_EQ(again.base, big.base);
     unmap_pages(again);
 }
 
-TEST_F(MappingCache, MuchSmallerRequestGetsAFreshMapping) {
-    set_mapping_cache_budget(16 * MiB);
-    Mapping big = map_pages(8 * MiB);
-    unmap_pages(big);
-    Mapping small = map_pages(2 * MiB); // would waste 6 MiB of the cached one
-    EXPECT_NE(small.base, big.base);
-    EXPECT_EQ(mapping_cache_idle_bytes(), 8 * MiB);
-    unmap_pages(small);
+TEST_F(MappingCache, BestFitAmongIdleMappings) {
+    set_mapping_cache_budget(32 * MiB);
+    // A live mapping between the two keeps them from being joined.
+    Mapping large = map_pages(5 * MiB), spacer = map_pages(1 * MiB), fitting = map_pages(3 * MiB);
+    unmap_pages(large);
+    unmap_pages(fitting);
+    Mapping got = map_pages(3 * MiB);
+    EXPECT_EQ(got.base, fitting.base);
+    EXPECT_EQ(mapping_cache_idle_bytes(), 5 * MiB);
+    unmap_pages(got);
+    unmap_pages(spacer);
 }
 
 TEST_F(MappingCache, IdleBytesStayWithinTheBudgetOldestFirst) {
     set_mapping_cache_budget(6 * MiB);
-    Mapping a = map_pages(3 * MiB), b = map_pages(3 * MiB), c = map_pages(3 * MiB);
+    // Live spacers keep the three from being joined, so each is evicted on its own.
+    Mapping a = map_pages(3 * MiB), s1 = map_pages(1 * MiB), b = map_pages(3 * MiB), s2 = map_pages(1 * MiB),
+            c = map_pages(3 * MiB);
     unmap_pages(a);
     unmap_pages(b);
     unmap_pages(c); // a goes
     EXPECT_EQ(mapping_cache_idle_bytes(), 6 * MiB);
     Mapping x = map_pages(3 * MiB), y = map_pages(3 * MiB);
-    EXPECT_EQ(x.base, c.base); // newest first
+    EXPECT_EQ(x.base, c.base); // newest first among equal fits
     EXPECT_EQ(y.base, b.base);
     Mapping over = map_pages(7 * MiB); // bigger than the budget: never cached
     unmap_pages(over);
     EXPECT_EQ(mapping_cache_idle_bytes(), 0u);
     unmap_pages(x);
     unmap_pages(y);
-    set_mapping_cache_budget(3 * MiB); // lowering the budget trims at once
+    set_mapping_cache_budget(3 * MiB); // lowering the budget trims at once, whole mappings oldest first
     EXPECT_EQ(mapping_cache_idle_bytes(), 3 * MiB);
+    unmap_pages(s1);
+    unmap_pages(s2);
+}
+
+TEST_F(MappingCache, JoinedRangeOverTheBudgetIsUnmapped) {
+    set_mapping_cache_budget(5 * MiB);
+    Mapping big = map_pages(4 * MiB);
+    unmap_pages(big);
+    Mapping a = map_pages(2 * MiB), b = map_pages(2 * MiB); // the two halves of `big`
+    ASSERT_EQ(b.base, static_cast<char *>(a.base) + 2 * MiB);
+    unmap_pages(a);
+    EXPECT_EQ(mapping_cache_idle_bytes(), 2 * MiB);
+    unmap_pages(b); // joined: 4 MiB, within the budget
+    EXPECT_EQ(mapping_cache_idle_bytes(), 4 * MiB);
+    set_mapping_cache_budget(3 * MiB); // the joined range is one mapping: it goes whole
+    EXPECT_EQ(mapping_cache_idle_bytes(), 0u);
 }
