@@ -25,7 +25,8 @@ mode=test
 case ${1:-} in test|build|exec|arm64) mode=$1; shift ;; esac
 
 # Build and test dependencies, all from trixie itself. onnxruntime-node (the test reference) comes from
-# npm into tests/tools/node_modules of the checkout, shared with the host.
+# npm into tests/tools/node_modules of the checkout, shared with the host, and so do the zoo suite's models
+# (tests/zoo/node_modules).
 packages=build-essential,pkg-config,meson,ninja-build,clang,\
 libxnnpack-dev,libcpuinfo-dev,libpthreadpool-dev,libpng-dev,zlib1g-dev,libxxhash-dev,\
 libonnx-dev,libprotobuf-dev,protobuf-compiler,libgtest-dev,libbenchmark-dev,\
@@ -122,6 +123,7 @@ in_root sh -eu -c '
     build=$1 mode=$2; shift 2
     echo "debian13: $(. /etc/os-release; echo "$PRETTY_NAME"), $(${CXX} --version | head -n 1)"
     [ -d tests/tools/node_modules ] || (cd tests/tools && npm ci --ignore-scripts --no-audit --no-fund)
+    [ -d tests/zoo/node_modules ] || (cd tests/zoo && npm ci --ignore-scripts --no-audit --no-fund)
     [ -f "$build/build.ninja" ] || meson setup "$build" --buildtype=release -Dtests=enabled
     t=$(date +%s)
     ninja -C "$build"

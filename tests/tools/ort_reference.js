@@ -142,7 +142,7 @@ async function main() {
                 failed + ' failed');
 }
 
-module.exports = {readNpy};
+module.exports = {readNpy, writeNpy};
 
 if (require.main === module) {
     main().catch(e => {
