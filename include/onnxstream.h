@@ -166,8 +166,9 @@ ONNXSTREAM_API const char *onnxstream_last_error(void);
 /** Keep every activation NCHW (no channels-last layout plan between convolutions); for comparisons. */
 #define ONNXSTREAM_FLAG_NCHW_ONLY 0x2u
 /** Since 0.6: record a per-op profile of every run (onnxstream_model_get_op_profile,
-    onnxstream_model_render_profile). It costs a few microseconds per op (clock reads, shape text); without
-    the flag the engine records nothing. */
+    onnxstream_model_render_profile). It costs two clock reads per op; what does not change between runs
+    (names, shapes, FLOPs) is worked out once per input shape set, before the run's tensors exist, so a
+    profiled run takes the memory an unprofiled one does. Without the flag the engine records nothing. */
 #define ONNXSTREAM_FLAG_PROFILE 0x4u
 
 typedef struct onnxstream_model_options {

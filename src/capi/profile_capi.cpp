@@ -11,11 +11,11 @@ using namespace onnxstream::capi;
 namespace {
 
 const Profiler &require_profile(onnxstream_model_t *model, const char *fn) {
-    const Profiler *p = model->model.profile();
-    if (!p)
-        fail(ONNXSTREAM_ERR_BAD_STATE, fn, ": no profile: ",
-             model->model.loaded() ? "create the model with ONNXSTREAM_FLAG_PROFILE and run it once"
-                                   : "no model loaded");
+    const Profiler *p = model->model.profiler();
+    if (!p) fail(ONNXSTREAM_ERR_BAD_STATE, fn, ": no profile: create the model with ONNXSTREAM_FLAG_PROFILE");
+    if (p->op_count() == 0)
+        fail(ONNXSTREAM_ERR_BAD_STATE, fn, ": no profile yet: ",
+             model->model.loaded() ? "no run has succeeded" : "no model loaded");
     return *p;
 }
 
@@ -24,8 +24,8 @@ const Profiler &require_profile(onnxstream_model_t *model, const char *fn) {
 extern "C" {
 
 size_t onnxstream_model_profile_op_count(const onnxstream_model_t *model) {
-    if (!model || !model->model.profile()) return 0;
-    return model->model.profile()->ops().size();
+    if (!model || !model->model.profiler()) return 0;
+    return model->model.profiler()->op_count();
 }
 
 onnxstream_status_t onnxstream_model_get_op_profile(onnxstream_model_t *model, size_t index,
@@ -34,28 +34,28 @@ onnxstream_status_t onnxstream_model_get_op_profile(onnxstream_model_t *model, s
         REQUIRE_ARG(model, "onnxstream_model_get_op_profile: model is NULL");
         REQUIRE_ARG(op, "onnxstream_model_get_op_profile: op is NULL");
         REQUIRE_ARG(op->struct_size != 0, "onnxstream_model_get_op_profile: op->struct_size is 0");
-        static const std::vector<OpRecord> none;
-        const std::vector<OpRecord> &ops = model->model.profile() ? model->model.profile()->ops() : none;
-        REQUIRE_ARG(index < ops.size(), "onnxstream_model_get_op_profile: index ", index, " is out of range (",
-                    ops.size(), " ops profiled)");
-        const OpRecord &r = ops[index];
+        const Profiler *profiler = model->model.profiler();
+        const size_t count = profiler ? profiler->op_count() : 0;
+        REQUIRE_ARG(index < count, "onnxstream_model_get_op_profile: index ", index, " is out of range (", count,
+                    " ops profiled)");
+        const OpProfile r = profiler->op(index);
         onnxstream_op_profile_t p;
         std::memset(&p, 0, sizeof(p));
         p.struct_size = op->struct_size;
-        p.op_index = r.index;
+        p.op_index = r.timing->node;
         p.line = static_cast<size_t>(r.line);
-        p.op_name = r.name.c_str();
-        p.op_type = r.type.c_str();
-        p.inputs = r.inputs.c_str();
-        p.outputs = r.outputs.c_str();
-        p.start_ns = r.start_ns;
-        p.duration_ns = r.duration_ns;
-        p.weight_wait_ns = r.weight_wait_ns;
-        p.kernel_prepare_ns = r.kernel_prepare_ns;
+        p.op_name = r.name->c_str();
+        p.op_type = r.type->c_str();
+        p.inputs = r.inputs->c_str();
+        p.outputs = r.outputs->c_str();
+        p.start_ns = r.timing->start_ns;
+        p.duration_ns = r.timing->duration_ns;
+        p.weight_wait_ns = r.timing->weight_wait_ns;
+        p.kernel_prepare_ns = r.timing->kernel_prepare_ns;
         p.flops = r.flops;
         p.weight_bytes = r.weight_bytes;
         p.activation_bytes = r.activation_bytes;
-        p.memory_bytes = r.memory_bytes;
+        p.memory_bytes = r.timing->memory_bytes;
         std::memcpy(op, &p, std::min<size_t>(op->struct_size, sizeof(p)));
     });
 }

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "exec/op_flops.h"
 #include "ops/layout.h"
 #include "util/kernel_timer.h"
 #include "util/error.h"
@@ -261,66 +260,21 @@ void Executor::run_node(const Node &node) {
     }
 }
 
-namespace {
-std::string info_text(const TensorInfo &info, const char *prefix = "") {
-    std::string s = prefix;
-    s += dtype_name(info.dtype);
-    s += '[';
-    for (size_t i = 0; i < info.shape.size(); ++i) s += (i ? "," : "") + std::to_string(info.shape[i]);
-    return s + ']';
-}
-uint64_t info_bytes(const TensorInfo &info) {
-    double elements = 1;
-    for (int64_t d : info.shape) elements *= static_cast<double>(d);
-    return static_cast<uint64_t>(elements * static_cast<double>(dtype_size(info.dtype)));
-}
-} // namespace
-
 void Executor::run_node_profiled(const Node &node) {
-    OpRecord r;
-    r.index = static_cast<size_t>(node.index);
-    r.line = node.line->line;
-    r.name = node.line->name;
-    r.type = node.line->type;
-    // Logical (NCHW) shapes, whatever layout the op sees them in.
-    std::vector<Shape> in_shapes, out_shapes;
-    for (const NodeInput &ni : node.inputs) {
-        std::string text;
-        if (ni.kind == NodeInput::Value && plan_.values[static_cast<size_t>(ni.value)]) {
-            const TensorInfo &info = *plan_.values[static_cast<size_t>(ni.value)];
-            text = info_text(info);
-            r.activation_bytes += info_bytes(info);
-            in_shapes.push_back(info.shape);
-        } else if (ni.kind == NodeInput::Weight) {
-            const TensorInfo info{ni.weight.dtype, ni.weight.shape, {}};
-            text = info_text(info, "w:");
-            r.weight_bytes += info_bytes(info);
-            in_shapes.push_back(info.shape);
-        } else {
-            text = "-";
-            in_shapes.emplace_back();
-        }
-        r.inputs += (r.inputs.empty() ? "" : ", ") + text;
-    }
-    for (const TensorInfo &info : plan_.node_outputs[static_cast<size_t>(node.index)]) {
-        r.outputs += (r.outputs.empty() ? "" : ", ") + info_text(info);
-        r.activation_bytes += info_bytes(info);
-        out_shapes.push_back(info.shape);
-    }
-    r.flops = op_flops(r.type, node.attrs, in_shapes, out_shapes);
-
-    struct Sink { // the XNNPACK wrapper's preparation timers add to r.kernel_prepare_ns while the op runs
+    OpTiming t;
+    t.node = static_cast<size_t>(node.index);
+    struct Sink { // the XNNPACK wrapper's preparation timers add to t.kernel_prepare_ns while the op runs
         explicit Sink(uint64_t *counter) { KernelPrepareTimer::sink() = counter; }
         ~Sink() { KernelPrepareTimer::sink() = nullptr; }
-    } sink(&r.kernel_prepare_ns);
+    } sink(&t.kernel_prepare_ns);
     op_wait_ns_ = 0;
     Stopwatch watch;
     run_node(node);
-    r.duration_ns = watch.elapsed_ns();
-    r.start_ns = profiler_->since_start(watch.started());
-    r.weight_wait_ns = op_wait_ns_;
-    r.memory_bytes = alloc_.current_bytes();
-    profiler_->add_op(std::move(r));
+    t.duration_ns = watch.elapsed_ns();
+    t.start_ns = profiler_->since_start(watch.started());
+    t.weight_wait_ns = op_wait_ns_;
+    t.memory_bytes = alloc_.current_bytes();
+    profiler_->add_op(t);
 }
 
 std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, const ProgressFn &progress, RunStats &stats,

@@ -39,6 +39,7 @@ Model::Model(const ModelOptions &options)
     : options_(options), pool_(options.threads), provider_(make_builtin_provider(options)),
       keep_prepared_(options.provider == ONNXSTREAM_PROVIDER_RAM) {
     alloc_.set_limit(options.max_bytes);
+    if (options.profile) profiler_ = std::make_unique<Profiler>();
     init_kernels();
 }
 
@@ -177,6 +178,7 @@ void Model::add_output(const std::string &name) {
     int v = graph().find_value(name);
     if (v < 0) fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "no tensor named '", name, "' in the model");
     graph_->add_output(v);
+    if (profiler_) profiler_->invalidate(); // it refers to the plans
     plans_.clear();
 }
 
@@ -244,17 +246,19 @@ void Model::run(const ProgressFn &progress) {
     ValueObserver observer;
     if (calibrate_) observer = [this](int value, const Tensor &t) { recorder_->observe(value, t); };
     Executor executor(*graph_, plan, *provider_, alloc_, pool_.get(), options_.run, keep_prepared_ ? &node_state_ : nullptr);
-    // A fresh profile per run, kept only when the run succeeds (as last_run_). The provider's read-ahead
-    // has stopped when executor.run returns or throws, so no read reports to it afterwards.
-    std::unique_ptr<Profiler> profile = options_.profile ? std::make_unique<Profiler>() : nullptr;
+    // The profile of a run is kept only when the run succeeds (as last_run_). The provider's read-ahead has
+    // stopped when executor.run returns or throws, so no read reports to the profiler afterwards.
     struct StopObserving {
         WeightsProvider &provider;
         ~StopObserving() { provider.set_read_observer(nullptr); }
     } stop_observing{*provider_};
-    provider_->set_read_observer(profile.get());
-    executor.set_profiler(profile.get());
+    if (profiler_) {
+        profiler_->prepare(*graph_, plan);
+        provider_->set_read_observer(profiler_.get());
+        executor.set_profiler(profiler_.get());
+    }
     outputs_ = executor.run(inputs_, progress, stats.exec, calibrate_ ? &observer : nullptr);
-    if (profile) profile_ = std::move(profile);
+    if (profiler_) profiler_->commit();
     stats.bytes_read = provider_->bytes_read() - bytes0;
     stats.read_us = provider_->read_us() - us0;
     stats.weight_bytes_copied = stats.exec.weight_bytes_copied + (provider_->bytes_copied() - copied0);

@@ -84,8 +84,8 @@ public:
 
     };
     const LastRun &last_run() const { return last_run_; }
-    // The per-op profile of the last successful run, or nullptr (profiling off, or no run yet).
-    const Profiler *profile() const { return profile_.get(); }
+    // The per-op profiler (its last successful run's profile), or nullptr when profiling is off.
+    const Profiler *profiler() const { return profiler_.get(); }
     size_t threads() const { return pool_.threads(); }
     // The resolved arithmetic (ModelOptions::arithmetic) of the loaded model.
     bool fp16_arithmetic() const { return options_.run.fp16_arithmetic; }
@@ -119,7 +119,7 @@ private:
     bool keep_prepared_ = false;
     std::vector<std::shared_ptr<void>> node_state_;
     LastRun last_run_;
-    std::unique_ptr<Profiler> profile_;
+    std::unique_ptr<Profiler> profiler_; // when ModelOptions::profile
     RangeMap ranges_;
     std::vector<NodeActivationRanges> node_ranges_; // resolved ranges_ (empty: no W8A8)
     bool calibrate_ = false;

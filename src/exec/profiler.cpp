@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 
+#include "exec/op_flops.h"
+
 namespace onnxstream {
 
 namespace {
@@ -46,16 +48,96 @@ std::string thread_name(int track) {
                       : "weight reads (read-ahead thread " + std::to_string(track) + ")";
 }
 
+std::string info_text(const TensorInfo &info, const char *prefix = "") {
+    std::string s = prefix;
+    s += dtype_name(info.dtype);
+    s += '[';
+    for (size_t i = 0; i < info.shape.size(); ++i) s += (i ? "," : "") + std::to_string(info.shape[i]);
+    return s + ']';
+}
+
+uint64_t info_bytes(const TensorInfo &info) {
+    double elements = 1;
+    for (int64_t d : info.shape) elements *= static_cast<double>(d);
+    return static_cast<uint64_t>(elements * static_cast<double>(dtype_size(info.dtype)));
+}
+
 } // namespace
+
+void Profiler::prepare(const Graph &graph, const Plan &plan) {
+    if (graph_ == &graph && plan_ == &plan) return;
+    invalidate();
+    const auto &nodes = graph.nodes();
+    facts_.resize(nodes.size());
+    for (const Node &node : nodes) {
+        // Logical (NCHW) shapes, whatever layout the op runs in.
+        OpFacts &f = facts_[static_cast<size_t>(node.index)];
+        std::vector<Shape> in_shapes, out_shapes;
+        for (const NodeInput &ni : node.inputs) {
+            std::string text = "-";
+            Shape shape;
+            if (ni.kind == NodeInput::Value && plan.values[static_cast<size_t>(ni.value)]) {
+                const TensorInfo &info = *plan.values[static_cast<size_t>(ni.value)];
+                text = info_text(info);
+                f.activation_bytes += info_bytes(info);
+                shape = info.shape;
+            } else if (ni.kind == NodeInput::Weight) {
+                const TensorInfo info{ni.weight.dtype, ni.weight.shape, {}};
+                text = info_text(info, "w:");
+                f.weight_bytes += info_bytes(info);
+                shape = info.shape;
+                if (file_index_.emplace(ni.weight.file, static_cast<int>(files_.size())).second)
+                    files_.push_back(ni.weight.file);
+            }
+            f.inputs += (f.inputs.empty() ? "" : ", ") + text;
+            in_shapes.push_back(std::move(shape));
+        }
+        for (const TensorInfo &info : plan.node_outputs[static_cast<size_t>(node.index)]) {
+            f.outputs += (f.outputs.empty() ? "" : ", ") + info_text(info);
+            f.activation_bytes += info_bytes(info);
+            out_shapes.push_back(info.shape);
+        }
+        f.flops = op_flops(node.line->type, node.attrs, in_shapes, out_shapes);
+    }
+    read_threads_.reserve(4);
+    // Weights read in row chunks come once per chunk: room for a few per weight before any growth.
+    for (Buffers *b : {&current_, &last_}) {
+        b->ops.reserve(nodes.size());
+        b->reads.reserve(plan.fetch_order.size() * 4 + 64);
+    }
+    graph_ = &graph;
+    plan_ = &plan;
+}
+
+void Profiler::invalidate() {
+    std::lock_guard<std::mutex> lock(reads_mutex_);
+    graph_ = nullptr;
+    plan_ = nullptr;
+    facts_.clear();
+    files_.clear();
+    file_index_.clear();
+    current_ = Buffers();
+    last_ = Buffers();
+}
 
 void Profiler::begin_run() {
     std::lock_guard<std::mutex> lock(reads_mutex_);
     start_ = std::chrono::steady_clock::now();
     run_thread_ = std::this_thread::get_id();
-    run_ns_ = 0;
-    ops_.clear();
-    reads_.clear();
+    current_.ops.clear();
+    current_.reads.clear();
+    current_.dropped_reads = 0;
+    current_.run_ns = 0;
     read_threads_.clear();
+}
+
+void Profiler::add_op(const OpTiming &timing) {
+    if (current_.ops.size() < current_.ops.capacity()) current_.ops.push_back(timing);
+}
+
+void Profiler::commit() {
+    std::lock_guard<std::mutex> lock(reads_mutex_);
+    std::swap(current_, last_);
 }
 
 uint64_t Profiler::since_start(std::chrono::steady_clock::time_point t) const {
@@ -66,47 +148,63 @@ uint64_t Profiler::since_start(std::chrono::steady_clock::time_point t) const {
 void Profiler::weight_read(const std::string &file, std::chrono::steady_clock::time_point start,
                            uint64_t bytes) noexcept {
     const auto end = std::chrono::steady_clock::now();
-    try {
-        std::lock_guard<std::mutex> lock(reads_mutex_);
-        const std::thread::id self = std::this_thread::get_id();
-        int track = 0;
-        if (self != run_thread_) {
-            auto it = std::find(read_threads_.begin(), read_threads_.end(), self);
-            if (it == read_threads_.end()) it = read_threads_.insert(read_threads_.end(), self);
-            track = static_cast<int>(it - read_threads_.begin()) + 1;
-        }
-        const uint64_t s = since_start(start);
-        reads_.push_back(ReadRecord{file, s, std::max(since_start(end), s) - s, bytes, track});
-    } catch (...) {
-        // Out of memory while profiling: the read goes unrecorded rather than failing the run.
+    std::lock_guard<std::mutex> lock(reads_mutex_);
+    if (current_.reads.size() == current_.reads.capacity()) { // recording never allocates mid-run
+        ++current_.dropped_reads;
+        return;
     }
+    const std::thread::id self = std::this_thread::get_id();
+    int track = 0;
+    if (self != run_thread_) {
+        auto it = std::find(read_threads_.begin(), read_threads_.end(), self);
+        if (it == read_threads_.end()) {
+            if (read_threads_.size() == read_threads_.capacity()) return;
+            it = read_threads_.insert(read_threads_.end(), self);
+        }
+        track = static_cast<int>(it - read_threads_.begin()) + 1;
+    }
+    auto known = file_index_.find(file);
+    const uint64_t s = since_start(start);
+    current_.reads.push_back(
+        ReadRecord{known == file_index_.end() ? -1 : known->second, s, std::max(since_start(end), s) - s, bytes, track});
+}
+
+OpProfile Profiler::op(size_t i) const {
+    const OpTiming &t = last_.ops.at(i);
+    const Node &node = graph_->nodes()[t.node];
+    const OpFacts &f = facts_[t.node];
+    return OpProfile{&t, &node.line->name, &node.line->type, node.line->line, &f.inputs, &f.outputs,
+                     f.weight_bytes, f.activation_bytes, f.flops};
 }
 
 std::string Profiler::trace_json() const {
     std::lock_guard<std::mutex> lock(reads_mutex_);
     std::string j = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"onnxstream\",\"run_us\":" +
-                    us(run_ns_) + "},\"traceEvents\":[\n";
+                    us(last_.run_ns) + "},\"traceEvents\":[\n";
     int tracks = 1;
-    for (const ReadRecord &r : reads_) tracks = std::max(tracks, r.track + 1);
+    for (const ReadRecord &r : last_.reads) tracks = std::max(tracks, r.track + 1);
     j += "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":\"onnxstream run\"}}";
     for (int t = 0; t < tracks; ++t)
         j += ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":" + std::to_string(t + 1) +
              ",\"name\":\"thread_name\",\"args\":{\"name\":" + json_string(thread_name(t)) + "}}";
-    for (const OpRecord &o : ops_) {
-        j += ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"cat\":\"op\",\"name\":" + json_string(o.type) +
-             ",\"ts\":" + us(o.start_ns) + ",\"dur\":" + us(o.duration_ns) + ",\"args\":{\"op\":" +
-             json_string(o.name) + ",\"index\":" + u64(o.index) + ",\"line\":" + std::to_string(o.line) +
-             ",\"inputs\":" + json_string(o.inputs) + ",\"outputs\":" + json_string(o.outputs) +
+    for (size_t i = 0; i < last_.ops.size(); ++i) {
+        const OpProfile o = op(i);
+        const OpTiming &t = *o.timing;
+        j += ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"cat\":\"op\",\"name\":" + json_string(*o.type) +
+             ",\"ts\":" + us(t.start_ns) + ",\"dur\":" + us(t.duration_ns) + ",\"args\":{\"op\":" +
+             json_string(*o.name) + ",\"index\":" + u64(t.node) + ",\"line\":" + std::to_string(o.line) +
+             ",\"inputs\":" + json_string(*o.inputs) + ",\"outputs\":" + json_string(*o.outputs) +
              ",\"flops\":" + u64(o.flops) + ",\"weight_bytes\":" + u64(o.weight_bytes) +
-             ",\"activation_bytes\":" + u64(o.activation_bytes) + ",\"weight_wait_us\":" + us(o.weight_wait_ns) +
-             ",\"kernel_prepare_us\":" + us(o.kernel_prepare_ns) + ",\"memory_bytes\":" + u64(o.memory_bytes) +
+             ",\"activation_bytes\":" + u64(o.activation_bytes) + ",\"weight_wait_us\":" + us(t.weight_wait_ns) +
+             ",\"kernel_prepare_us\":" + us(t.kernel_prepare_ns) + ",\"memory_bytes\":" + u64(t.memory_bytes) +
              "}}";
-        j += ",\n{\"ph\":\"C\",\"pid\":1,\"name\":\"tracked memory\",\"ts\":" + us(o.start_ns + o.duration_ns) +
-             ",\"args\":{\"MB\":" + fixed(static_cast<double>(o.memory_bytes) / 1e6, 3) + "}}";
+        j += ",\n{\"ph\":\"C\",\"pid\":1,\"name\":\"tracked memory\",\"ts\":" + us(t.start_ns + t.duration_ns) +
+             ",\"args\":{\"MB\":" + fixed(static_cast<double>(t.memory_bytes) / 1e6, 3) + "}}";
     }
-    for (const ReadRecord &r : reads_)
+    for (const ReadRecord &r : last_.reads)
         j += ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":" + std::to_string(r.track + 1) +
-             ",\"cat\":\"weight read\",\"name\":" + json_string(r.file) + ",\"ts\":" + us(r.start_ns) +
+             ",\"cat\":\"weight read\",\"name\":" +
+             json_string(r.file >= 0 ? files_[static_cast<size_t>(r.file)] : std::string("?")) + ",\"ts\":" + us(r.start_ns) +
              ",\"dur\":" + us(r.duration_ns) + ",\"args\":{\"bytes\":" + u64(r.bytes) + "}}";
     return j + "\n]}\n";
 }
@@ -118,15 +216,16 @@ std::string Profiler::summary(const Roofline &peak) const {
     };
     std::map<std::string, Row> by_type;
     Row total;
-    for (const OpRecord &o : ops_) {
-        for (Row *r : {&by_type[o.type], &total}) {
+    for (size_t i = 0; i < last_.ops.size(); ++i) {
+        const OpProfile o = op(i);
+        for (Row *r : {&by_type[*o.type], &total}) {
             r->count += 1;
-            r->ns += o.duration_ns;
+            r->ns += o.timing->duration_ns;
             r->flops += o.flops;
             r->weight_bytes += o.weight_bytes;
             r->activation_bytes += o.activation_bytes;
-            r->prepare_ns += o.kernel_prepare_ns;
-            r->wait_ns += o.weight_wait_ns;
+            r->prepare_ns += o.timing->kernel_prepare_ns;
+            r->wait_ns += o.timing->weight_wait_ns;
         }
     }
     std::vector<std::pair<std::string, Row>> rows(by_type.begin(), by_type.end());
@@ -140,7 +239,7 @@ std::string Profiler::summary(const Roofline &peak) const {
                   "% run", "GFLOP/s", "weight MB", "wt GB/s", "act GB/s", "prepare ms", "wait ms",
                   with_peak ? "  % peak" : "");
     s += line;
-    const double run_ms = static_cast<double>(run_ns_) / 1e6;
+    const double run_ms = static_cast<double>(last_.run_ns) / 1e6;
     for (const auto &[type, r] : rows) {
         const double sec = static_cast<double>(r.ns) / 1e9;
         const double gflops = sec > 0 ? static_cast<double>(r.flops) / sec / 1e9 : 0;
@@ -164,14 +263,15 @@ std::string Profiler::summary(const Roofline &peak) const {
     }
     std::lock_guard<std::mutex> lock(reads_mutex_);
     uint64_t read_bytes = 0, read_ns = 0, ahead = 0;
-    for (const ReadRecord &r : reads_) {
+    for (const ReadRecord &r : last_.reads) {
         read_bytes += r.bytes;
         read_ns += r.duration_ns;
         ahead += r.track != 0;
     }
-    s += "run " + fixed(run_ms, 3) + " ms; weight reads: " + std::to_string(reads_.size()) + " (" +
+    s += "run " + fixed(run_ms, 3) + " ms; weight reads: " + std::to_string(last_.reads.size()) + " (" +
          std::to_string(ahead) + " on the read-ahead thread), " + fixed(static_cast<double>(read_bytes) / 1e6, 2) +
-         " MB in " + fixed(static_cast<double>(read_ns) / 1e6, 3) + " ms\n";
+         " MB in " + fixed(static_cast<double>(read_ns) / 1e6, 3) + " ms" +
+         (last_.dropped_reads ? " (" + std::to_string(last_.dropped_reads) + " more not recorded)" : "") + "\n";
     if (with_peak)
         s += "peak: " + fixed(peak.flops_per_s / 1e9, 1) + " GFLOP/s (float32 GEMM), " +
              fixed(peak.bytes_per_s / 1e9, 2) + " GB/s (memory)\n";
