@@ -1,10 +1,12 @@
 // onnxstream-convert: turn an ONNX model into an OnnxStream model folder (model.txt + .bin weights).
-// Written against the public C API only, like any user program would be.
+// Written against the public C API (plus the .npy helper for --check), like any user program would be.
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "convert_check.h"
 #include "onnxstream.h"
 
 namespace {
@@ -22,7 +24,15 @@ const char *kUsage =
     "                         range_data.txt calibrated on --calibration-inputs, so those ops compute in uint8\n"
     "  --calibration-inputs DIR  calibration runs for w8a8: DIR/<run>/<input name>.npy (float32)\n"
     "  --input-shape N=d,...  fix the shape of input N where the model leaves dimensions symbolic (repeatable)\n"
-    "  --report               print op-type counts before/after simplification, weight bytes, largest weight\n";
+    "  --report               print op-type counts before/after simplification, weight bytes, largest weight\n"
+    "  --check                after converting, run the folder and ONNX Runtime (Node.js with the npm package\n"
+    "                         onnxruntime-node, found through NODE_PATH) on the same inputs and print each\n"
+    "                         output's relative L2 and largest absolute error; exit status 1 when one is over\n"
+    "                         the tolerance. Inputs: random floats from a fixed seed, integers zero\n"
+    "  --check-only           the same check of an existing OUT_DIR, without converting\n"
+    "  --check-inputs DIR     take input NAME from DIR/NAME.npy where it exists\n"
+    "  --check-tolerance X    largest relative L2 error accepted (default 1e-4; 1e-2 with --fp16 or --quantize)\n"
+    "  --node PATH            the Node.js executable for --check (default: node)\n";
 
 [[noreturn]] void die(std::string message) {
     // One line: messages relayed from the ONNX library may carry line breaks.
@@ -39,6 +49,9 @@ struct Args {
     int quantize = 0;
     std::vector<std::string> keep_fp32, input_shapes;
     std::string calibration_inputs;
+    bool check = false, check_only = false;
+    std::string check_inputs, node = "node";
+    double check_tolerance = -1; // from the conversion's options when not given
 };
 
 Args parse_args(int argc, char **argv) {
@@ -73,6 +86,19 @@ Args parse_args(int argc, char **argv) {
             a.input_shapes.push_back(value());
         } else if (arg.rfind("--input-shape=", 0) == 0) {
             a.input_shapes.push_back(arg.substr(14));
+        } else if (arg == "--check") {
+            a.check = true;
+        } else if (arg == "--check-only") {
+            a.check = a.check_only = true;
+        } else if (arg == "--check-inputs") {
+            a.check_inputs = value();
+        } else if (arg == "--check-tolerance") {
+            const std::string v = value();
+            char *end = nullptr;
+            a.check_tolerance = std::strtod(v.c_str(), &end);
+            if (v.empty() || *end || !(a.check_tolerance >= 0)) die("--check-tolerance expects a number >= 0, got '" + v + "'");
+        } else if (arg == "--node") {
+            a.node = value();
         } else if (arg.size() > 1 && arg[0] == '-') {
             die("unknown option " + arg + " (see --help)");
         } else {
@@ -86,6 +112,8 @@ Args parse_args(int argc, char **argv) {
     if (!a.keep_fp32.empty() && !a.fp16) die("--keep-fp32 only makes sense with --fp16");
     if ((a.quantize == 2) != !a.calibration_inputs.empty())
         die("--quantize w8a8 and --calibration-inputs DIR go together");
+    if (!a.check && (!a.check_inputs.empty() || a.check_tolerance >= 0))
+        die("--check-inputs and --check-tolerance go with --check or --check-only");
     a.model = positional[0];
     a.out_dir = positional[1];
     return a;
@@ -105,8 +133,27 @@ void on_report(void *user_data, onnxstream_log_level_t level, const char *messag
 
 } // namespace
 
+// --check / --check-only: returns the exit status.
+int check(const Args &args) {
+    onnxstream::tools::CheckOptions o;
+    o.model_onnx = args.model;
+    o.folder = args.out_dir;
+    o.input_shapes = args.input_shapes;
+    o.inputs_dir = args.check_inputs;
+    o.node = args.node;
+    o.tolerance = args.check_tolerance >= 0 ? args.check_tolerance : (args.fp16 || args.quantize) ? 1e-2 : 1e-4;
+    try {
+        const bool ok = onnxstream::tools::check_conversion(o);
+        std::printf("onnxstream-convert: check %s (tolerance %g)\n", ok ? "passed" : "FAILED", o.tolerance);
+        return ok ? 0 : 1;
+    } catch (const std::exception &e) {
+        die(e.what());
+    }
+}
+
 int main(int argc, char **argv) {
     Args args = parse_args(argc, argv);
+    if (args.check_only) return check(args);
     std::vector<const char *> keep, shapes;
     for (const auto &p : args.keep_fp32) keep.push_back(p.c_str());
     keep.push_back(nullptr);
@@ -127,5 +174,5 @@ int main(int argc, char **argv) {
     onnxstream_status_t status = onnxstream_convert_onnx(args.model.c_str(), args.out_dir.c_str(), &options);
     if (status != ONNXSTREAM_OK) die(onnxstream_last_error());
     if (!args.report) std::printf("onnxstream-convert: wrote %s\n", args.out_dir.c_str());
-    return 0;
+    return args.check ? check(args) : 0;
 }
