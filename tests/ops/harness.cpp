@@ -123,6 +123,7 @@ struct Tolerance {
 struct CaseInfo {
     std::string op;
     std::optional<double> atol, rtol;
+    std::optional<double> chunk_bytes; // also run with weights streamed in row chunks of this many bytes
 };
 
 Tolerance tolerance_for(const CaseInfo &info, onnxstream_dtype_t t) {
@@ -257,13 +258,13 @@ CaseInfo fp16_tolerance(const CaseInfo &info) {
     return loose;
 }
 
-// arithmetic / chunk_bytes: the model options of the fp16-arithmetic runs (AUTO / 0: defaults).
+// arithmetic / chunk_bytes: the model options of the fp16-arithmetic and chunked runs (AUTO / 0: defaults).
 void run_with_provider(const OpCase &c, const CaseInfo &info, int32_t provider, const NpyByIndex &inputs,
                        const NpyByIndex &expected, int32_t arithmetic = ONNXSTREAM_ARITHMETIC_AUTO,
                        uint64_t chunk_bytes = 0) {
     std::string label = c.family + "/" + c.name + " (" + info.op + ", " + provider_name(provider);
-    if (arithmetic == ONNXSTREAM_ARITHMETIC_FP16)
-        label += chunk_bytes ? ", fp16 arithmetic, weights in chunks" : ", fp16 arithmetic";
+    if (arithmetic == ONNXSTREAM_ARITHMETIC_FP16) label += ", fp16 arithmetic";
+    if (chunk_bytes) label += ", weights in chunks of " + std::to_string(chunk_bytes) + " bytes";
     label += ")";
     onnxstream_model_options_t options;
     onnxstream_model_options_init(&options);
@@ -357,6 +358,7 @@ void run_case(const OpCase &c) {
     info.op = json_raw(json, "op");
     info.atol = json_number(json, "atol");
     info.rtol = json_number(json, "rtol");
+    info.chunk_bytes = json_number(json, "chunk_bytes");
 
     NpyByIndex inputs, expected;
     try {
@@ -374,6 +376,11 @@ void run_case(const OpCase &c) {
         run_with_provider(c, info, provider, inputs, expected);
         if (::testing::Test::HasFailure()) break;
     }
+    // A case that names a chunk size (Case(chunk_bytes=...)) runs again with its weights streamed in row chunks,
+    // held to its own tolerance (chunks of K add float32 partial products: a different order, same precision).
+    if (info.chunk_bytes && !::testing::Test::HasFailure())
+        run_with_provider(c, info, ONNXSTREAM_PROVIDER_PREFETCH, inputs, expected, ONNXSTREAM_ARITHMETIC_AUTO,
+                          static_cast<uint64_t>(*info.chunk_bytes));
     // float16 cases of the families with float16 arithmetic (Conv, MatMul/Gemm with a weight) also run with
     // it forced, whole and with every weight over 256 bytes streamed in chunks, against the same ONNX
     // Runtime outputs. ORT rounds once (float32 accumulation); XNNPACK's f16 kernels round every partial sum

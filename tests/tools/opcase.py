@@ -92,15 +92,24 @@ def const(values, dtype):
 
 
 class Weight:
-    def __init__(self, data):
+    def __init__(self, data, stored=None):
         self.data = data
+        self.stored = stored
 
 
-def weight(x):
-    """Make an input a weight: a .bin file in model.txt and an initializer in the ONNX model."""
+def weight(x, stored=None):
+    """Make an input a weight: a .bin file in model.txt and an initializer in the ONNX model.
+
+    stored="float16" (for a float32 x): the .bin file and model.txt hold the values rounded to float16 (an
+    `onnxstream-convert --fp16` weight beside float32 activations, which ONNX has no form for), and the ONNX
+    initializer holds those same values in float32, so ONNX Runtime computes what an exact float32 kernel would.
+    """
     if isinstance(x, Weight):
         raise OpCaseError("weight(weight(...)): the input is already a weight")
-    return Weight(_as_data(x))
+    data = _as_data(x)
+    if stored is not None and (stored != "float16" or data.dtype != "float32"):
+        raise OpCaseError(f"weight(..., stored={stored!r}): only a float32 weight can be stored as float16")
+    return Weight(data, stored)
 
 
 def _as_data(x):
@@ -119,14 +128,15 @@ class Case:
     attrs: ONNX attributes; the Python type picks the ONNX type (bool/int -> INT, float -> FLOAT, str/bytes ->
     STRING, list of int -> INTS, list with a float -> FLOATS, list of str -> STRINGS, numpy array -> TENSOR).
     outputs: number of op outputs. atol/rtol: None = default by output dtype (float32 1e-4/1e-4, float16
-    1e-2/1e-2, integers and bool exact). out_shapes: model.txt output shapes when onnx shape inference cannot
+    1e-2/1e-2, integers and bool exact). chunk_bytes: also run the case with every streamable weight over this
+    many bytes read in row chunks (the model option weight_chunk_bytes). out_shapes: model.txt output shapes when onnx shape inference cannot
     know them (data-dependent shapes); checked against ONNX Runtime's actual shapes. txt_attrs: model.txt
     attribute text overrides ({"key": "text"} adds/replaces, {"key": None} drops), for attributes whose
     model.txt spelling differs from the ONNX value. domain: ONNX operator domain ("" = ai.onnx).
     """
 
     def __init__(self, name, op, inputs, attrs=None, opset=17, outputs=1, atol=None, rtol=None,
-                 out_shapes=None, txt_attrs=None, domain=""):
+                 out_shapes=None, txt_attrs=None, domain="", chunk_bytes=None):
         if not isinstance(name, str) or not _CASE_NAME.match(name):
             raise OpCaseError(f"case name {name!r} must match [A-Za-z0-9_]+ (it names a directory and a gtest)")
         self.name = name
@@ -140,6 +150,9 @@ class Case:
         self.outputs = int(outputs)
         self.atol = None if atol is None else float(atol)
         self.rtol = None if rtol is None else float(rtol)
+        if chunk_bytes is not None and (not isinstance(chunk_bytes, int) or chunk_bytes < 1):
+            raise OpCaseError(f"case {name}: chunk_bytes must be a positive integer")
+        self.chunk_bytes = chunk_bytes
         if out_shapes is not None:
             if len(out_shapes) != self.outputs:
                 raise OpCaseError(f"case {name}: out_shapes has {len(out_shapes)} shapes for "
@@ -250,10 +263,15 @@ def write_case(case, out_dir):
         entry = {"index": i, "name": name, "dtype": dtype, "shape": list(arr.shape)}
         if is_weight:
             file = escape_name(name) + ".bin"
+            stored = arr
+            if x.stored:  # the file's dtype; ONNX gets the same values in the initializer's dtype
+                stored = arr.astype(x.stored)
+                arr = stored.astype(arr.dtype)
+                entry.update(dtype=x.stored, onnx_dtype=dtype)
             # .bin files are raw little-endian; bool is one byte 0/1 as in numpy.
-            arr.astype(arr.dtype.newbyteorder("<"), copy=False).tofile(os.path.join(out_dir, file))
+            stored.astype(stored.dtype.newbyteorder("<"), copy=False).tofile(os.path.join(out_dir, file))
             initializers.append(numpy_helper.from_array(arr, name))
-            txt_inputs.append(f"{file}({dtype}:{_shape_text(arr.shape)})")
+            txt_inputs.append(f"{file}({stored.dtype.name}:{_shape_text(arr.shape)})")
             entry.update(kind="weight", file=file)
         else:
             np.save(os.path.join(out_dir, f"input_{i}.npy"), arr)
@@ -315,7 +333,7 @@ def write_case(case, out_dir):
 
     meta = {
         "family": case.family, "case": case.name, "op": case.op, "opset": case.opset,
-        "atol": case.atol, "rtol": case.rtol,
+        "atol": case.atol, "rtol": case.rtol, "chunk_bytes": case.chunk_bytes,
         "inputs": json_inputs,
         "outputs": [{"index": k, "name": n, "shape": list(s), "file": f"expected_{k}.npy"}
                     for k, (n, s) in enumerate(zip(out_names, out_shapes))],

@@ -41,6 +41,15 @@ add("matmul_f16", "MatMul", [rand(3, 5, 16, dtype="float16"), rand(16, 7, dtype=
 add("matmul_f16_batch", "MatMul", [rand(2, 5, 16, dtype="float16"), weight(rand(2, 16, 7, dtype="float16"))])
 # 2-D float16 weights: the products the fp16-arithmetic run computes with XNNPACK's f16 kernels.
 add("matmul_f16_weight", "MatMul", [rand(2, 10, 32, dtype="float16"), weight(rand(32, 24, dtype="float16"))])
+# float16 weights beside float32 activations (`onnxstream-convert --fp16` models), computed in float32: XNNPACK
+# 2024 builds read the weight as stored (the f32_f16 fully connected operator), XNNPACK 2022 ones widen it
+# first. ONNX Runtime gets the same values as float32 initializers, so the float32 tolerance holds (atol 1e-4,
+# rtol 1e-4). chunk_bytes: one more run with the weights in row chunks ([K, N] in slices of K, [N, K] of N).
+add("matmul_f16w", "MatMul", [rand(2, 10, 32), weight(rand(32, 24), stored="float16")], chunk_bytes=256)
+add("matmul_f16w_batched", "MatMul", [rand(3, 4, 8), weight(rand(3, 8, 6), stored="float16")])
+add("matmul_f16w_vec", "MatMul", [rand(3, 4, 8), weight(rand(8), stored="float16")])
+# Over the default 4 MiB chunk size as float16 (5 MiB): streamed in every run, in three slices of K.
+add("matmul_f16w_streamed", "MatMul", [rand(16, 1024), weight(rand(1024, 2560), stored="float16")])
 add("matmul_i64", "MatMul", [randint(3, 4, 5, low=-50, high=50), randint(5, 6, low=-50, high=50)])
 add("matmul_i64_vec", "MatMul", [randint(5, low=-9, high=9), randint(2, 5, 3, low=-9, high=9)])
 add("matmul_i32", "MatMul", [randint(4, 5, low=-50, high=50, dtype="int32"),
@@ -66,6 +75,13 @@ for ta in (0, 1):
 add("gemm_beta0", "Gemm", [rand(M, K), weight(rand(K, N)), weight(rand(N))], attrs=dict(beta=0.0))
 add("gemm_c_activation", "Gemm", [rand(M, K), rand(N, K), rand(M, N)], attrs=dict(transB=1))
 add("gemm_linear_large", "Gemm", [rand(8, 300), weight(rand(200, 300)), weight(rand(200))], attrs=dict(transB=1))
+add("gemm_f16w_linear", "Gemm", [rand(8, 64), weight(rand(40, 64), stored="float16"),
+                                weight(rand(40), stored="float16")], attrs=dict(transB=1), chunk_bytes=256)
+# beta * C is not a float16 value: XNNPACK's f32_f16 operator takes a float16 bias, so the op adds this one after.
+add("gemm_f16w_kn_beta", "Gemm", [rand(6, 64), weight(rand(64, 48), stored="float16"), weight(rand(48))],
+    attrs=dict(beta=0.3), chunk_bytes=256)
+add("gemm_f16w_scaled", "Gemm", [rand(M, K), weight(rand(N, K), stored="float16"),
+                                 weight(rand(M, N), stored="float16")], attrs=dict(transB=1, alpha=0.5, beta=2.0))
 add("gemm_f16", "Gemm", [rand(M, K, dtype="float16"), weight(rand(N, K, dtype="float16")),
                          weight(rand(N, dtype="float16"))], attrs=dict(transB=1, alpha=0.75))
 add("gemm_f16_linear", "Gemm", [rand(8, 64, dtype="float16"), weight(rand(40, 64, dtype="float16")),
