@@ -96,7 +96,8 @@ void parallel_for(pthreadpool_t pool, size_t n, size_t tile, const std::function
     }
     ForContext ctx;
     ctx.fn = &fn;
-    pthreadpool_parallelize_1d_tile_1d(pool, for_tile, &ctx, n, tile, 0);
+    // Workers sleep when the loop is done instead of spinning (xnnpack/compat.h, kOperatorFlags: why).
+    pthreadpool_parallelize_1d_tile_1d(pool, for_tile, &ctx, n, tile, PTHREADPOOL_FLAG_YIELD_WORKERS);
     if (ctx.error) std::rethrow_exception(ctx.error);
 }
 

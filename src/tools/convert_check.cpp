@@ -1,4 +1,4 @@
-#include "convert_check.h"
+#include "tools/convert_check.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>

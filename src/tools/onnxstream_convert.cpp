@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "convert_check.h"
+#include "tools/convert_check.h"
 #include "onnxstream.h"
 
 namespace {

@@ -27,6 +27,13 @@ namespace onnxstream::xnn {
 // Which API this build uses, for version strings and run reports.
 const char *api_description();
 
+// Flags every operator is created with: XNN_FLAG_YIELD_WORKERS lets the pool's workers sleep when an
+// operator is done instead of spinning for the next one. A spinning worker takes a core that the calling
+// thread, or another process, needs for the serial work between operators; with other processes on the
+// cores that made 2-thread runs several times slower than 1-thread ones. Waking the workers costs a little
+// on an idle machine (docs/benchmarks.md has both figures).
+constexpr uint32_t kOperatorFlags = XNN_FLAG_YIELD_WORKERS;
+
 // Calls an xnn_create_* of a weighted operator: `args` are the arguments up to and including `flags`.
 // No code or weights cache is used: onnxstream keeps its own packed-weight cache (src/weights/).
 template <typename Create, typename... Args>
