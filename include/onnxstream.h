@@ -170,6 +170,10 @@ ONNXSTREAM_API const char *onnxstream_last_error(void);
     (names, shapes, FLOPs) is worked out once per input shape set, before the run's tensors exist, so a
     profiled run takes the memory an unprofiled one does. Without the flag the engine records nothing. */
 #define ONNXSTREAM_FLAG_PROFILE 0x4u
+/** Since 0.6: keep the thread pool's workers spinning between parallel sections instead of sleeping. A few
+    percent faster when the model's threads have the cores to themselves; much slower when other processes
+    compete for them (then every section waits for a worker the scheduler has not run). */
+#define ONNXSTREAM_FLAG_SPIN_WORKERS 0x8u
 
 typedef struct onnxstream_model_options {
     uint32_t struct_size; /**< sizeof(onnxstream_model_options_t); set by onnxstream_model_options_init */

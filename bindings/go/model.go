@@ -57,9 +57,12 @@ type Options struct {
 	// Budget of the model's tracked tensor memory in bytes; 0 = no limit. A run that would pass it fails
 	// with ErrOutOfMemory and the model stays usable (what counts: max_bytes in include/onnxstream.h).
 	MaxBytes uint64
-	// Record a per-op profile of every run (Model.Profile, Model.RenderProfile). It costs a few
-	// microseconds per op; off, the engine records nothing.
+	// Record a per-op profile of every run (Model.Profile, Model.RenderProfile). It costs two clock
+	// reads per op and no memory; off, the engine records nothing.
 	Profile bool
+	// Keep the thread pool's workers spinning between parallel sections instead of sleeping: a little
+	// faster when the model's threads have the cores to themselves, much slower under load.
+	SpinWorkers bool
 }
 
 // NoChunking as Options.WeightChunkBytes never splits weights.
@@ -155,6 +158,9 @@ func NewModel(opts Options) (*Model, error) {
 	o.max_bytes = C.uint64_t(opts.MaxBytes)
 	if opts.Profile {
 		o.flags |= C.ONNXSTREAM_FLAG_PROFILE
+	}
+	if opts.SpinWorkers {
+		o.flags |= C.ONNXSTREAM_FLAG_SPIN_WORKERS
 	}
 	if opts.CachePath != "" {
 		cpath := C.CString(opts.CachePath)

@@ -5,6 +5,7 @@
 
 #include "ops/layout.h"
 #include "util/kernel_timer.h"
+#include "util/worker_policy.h"
 #include "util/error.h"
 #include "util/stopwatch.h"
 #include "weights/prepare.h"
@@ -308,6 +309,7 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, const Progr
         for (size_t k = 0; k < node.inputs.size(); ++k)
             if (node.inputs[k].kind == NodeInput::Weight && !streams(node, k, options_))
                 fetch_order.push_back(node.inputs[k].weight);
+    ScopedWorkerPolicy worker_policy(options_.spin_workers);
     if (profiler_) profiler_->begin_run();
     RunScope scope(provider_, fetch_order, alloc_);
     for (const Node &node : nodes) {

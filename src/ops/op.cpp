@@ -5,6 +5,8 @@
 #include <exception>
 #include <mutex>
 
+#include "util/worker_policy.h"
+
 namespace onnxstream {
 
 const TensorInfo &InferContext::input(size_t i) const {
@@ -96,8 +98,9 @@ void parallel_for(pthreadpool_t pool, size_t n, size_t tile, const std::function
     }
     ForContext ctx;
     ctx.fn = &fn;
-    // Workers sleep when the loop is done instead of spinning (xnnpack/compat.h, kOperatorFlags: why).
-    pthreadpool_parallelize_1d_tile_1d(pool, for_tile, &ctx, n, tile, PTHREADPOOL_FLAG_YIELD_WORKERS);
+    // Workers sleep when the loop is done instead of spinning, unless the model asked otherwise
+    // (xnnpack/compat.h, operator_flags: why).
+    pthreadpool_parallelize_1d_tile_1d(pool, for_tile, &ctx, n, tile, spin_workers() ? 0 : PTHREADPOOL_FLAG_YIELD_WORKERS);
     if (ctx.error) std::rethrow_exception(ctx.error);
 }
 

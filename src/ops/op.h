@@ -94,6 +94,8 @@ struct RunOptions {
     // Keep rank-4 float activations channels-last between ops that can read and write them that way
     // (graph/layout_plan.h), so convolutions do not transpose their input and output on every call.
     bool nhwc_layout = true;
+    // Keep the thread pool's workers spinning between parallel sections (util/worker_policy.h).
+    bool spin_workers = false;
     // Conv and MatMul/Gemm with a weight compute float16 activations in float16 arithmetic (XNNPACK's f16
     // kernels) instead of widening them to float32: the model's arithmetic option, resolved at load.
     bool fp16_arithmetic = false;

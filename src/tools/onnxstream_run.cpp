@@ -30,13 +30,15 @@ const char *kUsage =
     "                      [--cache PATH] [--runs N] [--nchw-only] [--ops-printf] [--json] [--range-data FILE]\n"
     "                      [--calibrate OUT/range_data.txt] [--max-bytes N[K|M|G]]\n"
     "                      [--arithmetic auto|fp32|fp16] [--profile TRACE.json] [--profile-summary]\n"
-    "                      [--roofline] [--version]\n"
+    "                      [--roofline] [--spin-workers] [--version]\n"
     "  --memory-mode  min: smallest working set; balanced (default); max-speed: keep prepared weights in RAM\n"
     "  --chunk-mb     stream weights bigger than N MiB in chunks (0: never; default from the memory mode)\n"
     "  --max-bytes    budget of tracked tensor memory (K/M/G = KiB/MiB/GiB); a run over it fails with\n"
     "                 ONNXSTREAM_ERR_OUT_OF_MEMORY instead of being killed by the OS (default: no limit)\n"
     "  --cache        persistent prepared-weights cache file (built on the first run, shared afterwards)\n"
     "  --nchw-only    keep every activation NCHW (no channels-last plan between convolutions)\n"
+    "  --spin-workers keep the thread pool's workers spinning between parallel sections: a little faster\n"
+    "                 when the threads have the cores to themselves, much slower when other processes run\n"
     "  --arithmetic   how Conv/MatMul/Gemm compute float16 activations: auto (default: fp16 only on CPUs with\n"
     "                 native float16 arithmetic), fp32 (widen), fp16 (XNNPACK's f16 kernels; float32 where\n"
     "                 the CPU has none)\n"
@@ -68,7 +70,7 @@ struct Args {
     int runs = 1;
     bool ops_printf = false;
     bool json = false;
-    bool nchw_only = false;
+    bool nchw_only = false, spin_workers = false;
     std::string profile;
     bool profile_summary = false, roofline = false;
 };
@@ -132,6 +134,8 @@ Args parse_args(int argc, char **argv) {
             a.threads = parse_count(arg, value(), 0);
         } else if (arg == "--nchw-only") {
             a.nchw_only = true;
+        } else if (arg == "--spin-workers") {
+            a.spin_workers = true;
         } else if (arg == "--runs") {
             a.runs = parse_count(arg, value(), 1);
         } else if (arg == "--provider") {
@@ -268,6 +272,7 @@ onnxstream_model_t *create_model(const Args &args) {
     options.max_bytes = args.max_bytes;
     if (!args.cache.empty()) options.cache_path = args.cache.c_str();
     if (args.nchw_only) options.flags |= ONNXSTREAM_FLAG_NCHW_ONLY;
+    if (args.spin_workers) options.flags |= ONNXSTREAM_FLAG_SPIN_WORKERS;
     if (!args.profile.empty() || args.profile_summary) options.flags |= ONNXSTREAM_FLAG_PROFILE;
     onnxstream_model_t *model = nullptr;
     if (onnxstream_model_create(&options, &model) != ONNXSTREAM_OK) die(onnxstream_last_error());

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "util/kernel_timer.h"
+#include "util/worker_policy.h"
 #include "xnnpack/xnn.h"
 #include "xnnpack/xnnpack_config.h"
 
@@ -31,8 +32,9 @@ const char *api_description();
 // operator is done instead of spinning for the next one. A spinning worker takes a core that the calling
 // thread, or another process, needs for the serial work between operators; with other processes on the
 // cores that made 2-thread runs several times slower than 1-thread ones. Waking the workers costs a little
-// on an idle machine (docs/benchmarks.md has both figures).
-constexpr uint32_t kOperatorFlags = XNN_FLAG_YIELD_WORKERS;
+// on an idle machine (docs/benchmarks.md has both figures), so a model may ask to keep them spinning
+// (ONNXSTREAM_FLAG_SPIN_WORKERS, util/worker_policy.h).
+inline uint32_t operator_flags() { return spin_workers() ? 0 : XNN_FLAG_YIELD_WORKERS; }
 
 // Calls an xnn_create_* of a weighted operator: `args` are the arguments up to and including `flags`.
 // No code or weights cache is used: onnxstream keeps its own packed-weight cache (src/weights/).

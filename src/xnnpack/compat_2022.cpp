@@ -61,7 +61,7 @@ void setup_fully_connected_qu8(xnn_operator_t op, size_t batch, const uint8_t *x
 
 void run_softmax_f32(size_t rows, size_t channels, const float *x, float *y, pthreadpool_t pool) {
     xnn_operator_t raw = nullptr;
-    check(xnn_create_softmax_nc_f32(channels, channels, channels, kOperatorFlags, &raw), "xnn_create_softmax_nc_f32");
+    check(xnn_create_softmax_nc_f32(channels, channels, channels, operator_flags(), &raw), "xnn_create_softmax_nc_f32");
     Operator op(raw);
     check(xnn_setup_softmax_nc_f32(raw, rows, x, y, pool), "xnn_setup_softmax_nc_f32");
     run(op, pool);
@@ -91,15 +91,15 @@ void setup_and_run(enum xnn_status created, xnn_operator_t raw, const char *crea
 void run_unary_f32(UnaryKind kind, float param, const float *in, float *out, size_t n, pthreadpool_t pool) {
     xnn_operator_t raw = nullptr;
     switch (kind) {
-    case UnaryKind::Abs: ONNXSTREAM_XNN_UNARY(abs, (n, n, n, kOperatorFlags, &raw)); break;
-    case UnaryKind::Negate: ONNXSTREAM_XNN_UNARY(negate, (n, n, n, kOperatorFlags, &raw)); break;
-    case UnaryKind::Floor: ONNXSTREAM_XNN_UNARY(floor, (n, n, n, kOperatorFlags, &raw)); break;
-    case UnaryKind::Ceiling: ONNXSTREAM_XNN_UNARY(ceiling, (n, n, n, kOperatorFlags, &raw)); break;
-    case UnaryKind::RoundEven: ONNXSTREAM_XNN_UNARY(bankers_rounding, (n, n, n, kOperatorFlags, &raw)); break;
-    case UnaryKind::Sigmoid: ONNXSTREAM_XNN_UNARY(sigmoid, (n, n, n, kOperatorFlags, &raw)); break;
-    case UnaryKind::HardSwish: ONNXSTREAM_XNN_UNARY(hardswish, (n, n, n, kOperatorFlags, &raw)); break;
-    case UnaryKind::LeakyRelu: ONNXSTREAM_XNN_UNARY(leaky_relu, (n, n, n, param, kOperatorFlags, &raw)); break;
-    case UnaryKind::Elu: ONNXSTREAM_XNN_UNARY(elu, (n, n, n, param, kOperatorFlags, &raw)); break;
+    case UnaryKind::Abs: ONNXSTREAM_XNN_UNARY(abs, (n, n, n, operator_flags(), &raw)); break;
+    case UnaryKind::Negate: ONNXSTREAM_XNN_UNARY(negate, (n, n, n, operator_flags(), &raw)); break;
+    case UnaryKind::Floor: ONNXSTREAM_XNN_UNARY(floor, (n, n, n, operator_flags(), &raw)); break;
+    case UnaryKind::Ceiling: ONNXSTREAM_XNN_UNARY(ceiling, (n, n, n, operator_flags(), &raw)); break;
+    case UnaryKind::RoundEven: ONNXSTREAM_XNN_UNARY(bankers_rounding, (n, n, n, operator_flags(), &raw)); break;
+    case UnaryKind::Sigmoid: ONNXSTREAM_XNN_UNARY(sigmoid, (n, n, n, operator_flags(), &raw)); break;
+    case UnaryKind::HardSwish: ONNXSTREAM_XNN_UNARY(hardswish, (n, n, n, operator_flags(), &raw)); break;
+    case UnaryKind::LeakyRelu: ONNXSTREAM_XNN_UNARY(leaky_relu, (n, n, n, param, operator_flags(), &raw)); break;
+    case UnaryKind::Elu: ONNXSTREAM_XNN_UNARY(elu, (n, n, n, param, operator_flags(), &raw)); break;
     }
 }
 

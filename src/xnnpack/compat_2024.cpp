@@ -81,7 +81,7 @@ void setup_fully_connected_qu8(xnn_operator_t op, size_t batch, const uint8_t *x
 
 void run_softmax_f32(size_t rows, size_t channels, const float *x, float *y, pthreadpool_t pool) {
     xnn_operator_t raw = nullptr;
-    check(xnn_create_softmax_nc_f32(kOperatorFlags, &raw), "xnn_create_softmax_nc_f32");
+    check(xnn_create_softmax_nc_f32(operator_flags(), &raw), "xnn_create_softmax_nc_f32");
     Operator op(raw);
     check(xnn_reshape_softmax_nc_f32(raw, channels, channels, channels, rows, pool), "xnn_reshape_softmax_nc_f32");
     check(xnn_setup_softmax_nc_f32(raw, x, y), "xnn_setup_softmax_nc_f32");
@@ -113,7 +113,7 @@ void run_unary_f32(UnaryKind kind, float param, const float *in, float *out, siz
     }
     // One batch of n channels, as with the 2022 operators: XNNPACK splits the contiguous range itself.
     check(xnn_run_unary_elementwise_nc(type, xnn_datatype_fp32, xnn_datatype_fp32, params_ptr,
-                                       /*input_quantization=*/nullptr, /*output_quantization=*/nullptr, kOperatorFlags,
+                                       /*input_quantization=*/nullptr, /*output_quantization=*/nullptr, operator_flags(),
                                        /*batch_size=*/1, n, n, n, pool, in, out),
           "xnn_run_unary_elementwise_nc");
 }

@@ -20,7 +20,7 @@ Conv2dOperator::Conv2dOperator(const Conv2dShape &s, const float *kernel, const 
     check(create_operator(xnn_create_convolution2d_nhwc_f32, &raw, s.pad_top, s.pad_right, s.pad_bottom,
                           s.pad_left, s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.dilation_h, s.dilation_w,
                           s.groups, s.group_in, s.group_out, channels_in, channels_out, kernel, bias, -inf, inf,
-                          kOperatorFlags),
+                          operator_flags()),
           "xnn_create_convolution2d_nhwc_f32");
     impl_ = std::make_unique<Impl>();
     impl_->op.reset(raw);
@@ -54,7 +54,7 @@ std::unique_ptr<Conv2dF16Operator> Conv2dF16Operator::create(const Conv2dShape &
     const size_t channels_in = s.groups * s.group_in;
     const size_t channels_out = s.output_pixel_stride ? s.output_pixel_stride : s.groups * s.group_out;
     xnn_operator_t raw = nullptr;
-    const uint32_t flags = (weights_f32 ? XNN_FLAG_FP32_STATIC_WEIGHTS : 0) | kOperatorFlags;
+    const uint32_t flags = (weights_f32 ? XNN_FLAG_FP32_STATIC_WEIGHTS : 0) | operator_flags();
     const enum xnn_status status = create_operator(
         xnn_create_convolution2d_nhwc_f16, &raw, s.pad_top, s.pad_right, s.pad_bottom, s.pad_left, s.kernel_h,
         s.kernel_w, s.stride_h, s.stride_w, s.dilation_h, s.dilation_w, s.groups, s.group_in, s.group_out,
@@ -81,7 +81,7 @@ void deconv2d_nhwc_f32(const Deconv2dShape &s, const float *input, const float *
     check(create_operator(xnn_create_deconvolution2d_nhwc_f32, &raw, s.pad_top, s.pad_right, s.pad_bottom,
                           s.pad_left, s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.dilation_h, s.dilation_w,
                           s.groups, s.group_in, s.group_out, channels_in, channels_out, kernel, bias, -inf, inf,
-                          kOperatorFlags),
+                          operator_flags()),
           "xnn_create_deconvolution2d_nhwc_f32");
     Operator op(raw);
     setup_deconv2d_f32(raw, s.batch, s.in_h, s.in_w, s.adjustment_h, s.adjustment_w, input, output, pool);

@@ -13,7 +13,7 @@ FullyConnectedF32::FullyConnectedF32(size_t k, size_t n, const float *weight, bo
     ensure_initialized();
     const float inf = std::numeric_limits<float>::infinity();
     xnn_operator_t op = nullptr;
-    const uint32_t flags = (weight_kn ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0) | kOperatorFlags;
+    const uint32_t flags = (weight_kn ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0) | operator_flags();
     check(create_operator(xnn_create_fully_connected_nc_f32, &op, k, n, x_stride, y_stride, weight, bias, -inf, inf,
                           flags),
           "xnn_create_fully_connected_nc_f32");
@@ -31,7 +31,7 @@ std::unique_ptr<FullyConnectedF16> FullyConnectedF16::create(size_t k, size_t n,
                                                              size_t y_stride) {
     ensure_initialized();
     const float inf = std::numeric_limits<float>::infinity();
-    uint32_t flags = (weight_kn ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0) | kOperatorFlags;
+    uint32_t flags = (weight_kn ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0) | operator_flags();
     if (weights_f32) flags |= XNN_FLAG_FP32_STATIC_WEIGHTS;
     xnn_operator_t op = nullptr;
     const enum xnn_status status =

@@ -2,6 +2,7 @@
  * Profiling through the C API: ONNXSTREAM_FLAG_PROFILE, onnxstream_model_get_op_profile (fields against
  * hand-computed shapes, bytes and FLOPs), onnxstream_model_render_profile (both formats, argument checks),
  * the profile of the last successful run surviving a cancelled one, and onnxstream_measure_roofline.
+ * Also ONNXSTREAM_FLAG_SPIN_WORKERS (thread pool workers kept spinning): accepted, same output with 2 threads.
  */
 #include <stddef.h>
 #include <string.h>
@@ -15,15 +16,32 @@ static const char *kModel = "mm:MatMul*input:x(2,3);w.bin(float32:3,4)*output:y(
 static const float kX[6] = {1, 2, 3, -1, 0.5f, 2};
 static const int64_t kXShape[2] = {2, 3};
 
-static onnxstream_model_t *new_model(uint32_t flags) {
+static onnxstream_model_t *new_model_threads(uint32_t flags, int32_t threads) {
     onnxstream_model_options_t options;
     onnxstream_model_t *model = NULL;
     onnxstream_model_options_init(&options);
-    options.threads = 1;
+    options.threads = threads;
     options.provider = ONNXSTREAM_PROVIDER_NOCACHE;
     options.flags = flags;
     if (!CHECK_OK(onnxstream_model_create(&options, &model))) return NULL;
     return model;
+}
+
+static onnxstream_model_t *new_model(uint32_t flags) { return new_model_threads(flags, 1); }
+
+/* s = 2 relu(x W), computed here. */
+static void check_sum(onnxstream_model_t *m, const float *w) {
+    onnxstream_tensor_view_t view;
+    int r, c, k;
+    memset(&view, 0, sizeof view);
+    view.struct_size = sizeof view;
+    if (!CHECK_OK(onnxstream_model_get_output_by_name(m, "s", &view))) return;
+    for (r = 0; r < 2; ++r)
+        for (c = 0; c < 4; ++c) {
+            float y = 0;
+            for (k = 0; k < 3; ++k) y += kX[r * 3 + k] * w[k * 4 + c];
+            CHECK_FLOAT(((const float *)view.data)[r * 4 + c], 2 * (y > 0 ? y : 0));
+        }
 }
 
 static int load(onnxstream_model_t *m, const char *dir) {
@@ -162,6 +180,17 @@ int main(void) {
         }
     }
     onnxstream_model_destroy(on);
+
+    /* Workers kept spinning: the same result, from a 2-thread pool. */
+    on = new_model_threads(ONNXSTREAM_FLAG_SPIN_WORKERS | ONNXSTREAM_FLAG_PROFILE, 2);
+    if (on && load(on, dir) && CHECK_OK(onnxstream_model_run(on))) {
+        check_sum(on, w);
+        CHECK(onnxstream_model_profile_op_count(on) == 3);
+    }
+    onnxstream_model_destroy(on);
+    off = new_model_threads(0, 2);
+    if (off && load(off, dir) && CHECK_OK(onnxstream_model_run(off))) check_sum(off, w);
+    onnxstream_model_destroy(off);
     check_roofline();
     test_remove_dir(dir);
     return test_finish("profile");

@@ -86,6 +86,7 @@ class Flag(enum.IntFlag):
     KEEP_ALL_OUTPUTS = 0x1  #: reserved by the library; must not be set for now
     NCHW_ONLY = 0x2  #: keep every activation NCHW (no channels-last plan); for comparisons
     PROFILE = 0x4  #: record a per-op profile of every run (Model.profile, Model.render_profile)
+    SPIN_WORKERS = 0x8  #: keep the pool's workers spinning between parallel sections (idle cores only)
 
 
 class ProfileFormat(enum.IntEnum):

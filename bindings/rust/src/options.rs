@@ -134,13 +134,25 @@ impl ModelOptions {
     }
 
     /// Record a per-op profile of every run, read with [`Model::profile`](crate::Model::profile) and
-    /// [`Model::render_profile`](crate::Model::render_profile). It costs a few microseconds per op;
-    /// off (the default), the engine records nothing.
+    /// [`Model::render_profile`](crate::Model::render_profile). It costs two clock reads per op and no
+    /// memory; off (the default), the engine records nothing.
     pub fn profile(mut self, on: bool) -> ModelOptions {
         if on {
             self.raw.flags |= sys::ONNXSTREAM_FLAG_PROFILE;
         } else {
             self.raw.flags &= !sys::ONNXSTREAM_FLAG_PROFILE;
+        }
+        self
+    }
+
+    /// Keep the thread pool's workers spinning between parallel sections instead of sleeping: a little
+    /// faster when the model's threads have the cores to themselves, much slower when other processes
+    /// compete for them. Off by default.
+    pub fn spin_workers(mut self, on: bool) -> ModelOptions {
+        if on {
+            self.raw.flags |= sys::ONNXSTREAM_FLAG_SPIN_WORKERS;
+        } else {
+            self.raw.flags &= !sys::ONNXSTREAM_FLAG_SPIN_WORKERS;
         }
         self
     }

@@ -47,6 +47,7 @@ pub const ONNXSTREAM_ATTENTION_FLASH: i32 = 3;
 pub const ONNXSTREAM_FLAG_KEEP_ALL_OUTPUTS: u32 = 0x1;
 pub const ONNXSTREAM_FLAG_NCHW_ONLY: u32 = 0x2;
 pub const ONNXSTREAM_FLAG_PROFILE: u32 = 0x4;
+pub const ONNXSTREAM_FLAG_SPIN_WORKERS: u32 = 0x8;
 
 pub const ONNXSTREAM_PROFILE_TRACE_JSON: onnxstream_profile_format_t = 0;
 pub const ONNXSTREAM_PROFILE_SUMMARY: onnxstream_profile_format_t = 1;
@@ -460,6 +461,7 @@ mod layout_tests {
             ONNXSTREAM_FLAG_KEEP_ALL_OUTPUTS,
             ONNXSTREAM_FLAG_NCHW_ONLY,
             ONNXSTREAM_FLAG_PROFILE,
+            ONNXSTREAM_FLAG_SPIN_WORKERS,
             ONNXSTREAM_PROFILE_TRACE_JSON,
             ONNXSTREAM_PROFILE_SUMMARY,
             ONNXSTREAM_LOG_DEBUG,
