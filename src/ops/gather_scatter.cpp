@@ -1,4 +1,4 @@
-// Index-driven data movement: Gather, GatherElements, ScatterND. Indices are checked at run time
+// Index-driven data movement: Gather, GatherElements, GatherND, ScatterND, ScatterElements. Indices are checked at run time
 // (negative ones count from the end); an index outside its axis is an INVALID_ARGUMENT error since it
 // usually comes from the data being processed.
 #include <algorithm>
@@ -222,6 +222,89 @@ void gather_elements_run(RunContext &ctx) {
     }
 }
 
+// ---- GatherND ----
+
+struct GatherNdDims {
+    int64_t batch = 1;   // product of the first batch_dims dims (shared by data and indices)
+    int64_t tuples = 1;  // index tuples per batch
+    int64_t k = 0;       // entries per tuple
+    int64_t slice = 1;   // elements each tuple selects
+    int64_t per_batch = 1; // data elements per batch
+};
+
+GatherNdDims gather_nd_dims(const Shape &data, const Shape &indices, int64_t b) {
+    GatherNdDims g;
+    g.k = indices.back();
+    for (int64_t i = 0; i < b; ++i) g.batch *= data[static_cast<size_t>(i)];
+    for (size_t i = static_cast<size_t>(b); i + 1 < indices.size(); ++i) g.tuples *= indices[i];
+    for (size_t i = static_cast<size_t>(b); i < data.size(); ++i) {
+        g.per_batch *= data[i];
+        if (static_cast<int64_t>(i) >= b + g.k) g.slice *= data[i];
+    }
+    return g;
+}
+
+std::vector<TensorInfo> gather_nd_infer(const InferContext &ctx) {
+    ctx.require_inputs(2, 2);
+    const TensorInfo &data = ctx.input(0);
+    const TensorInfo &indices = ctx.input(1);
+    require_index_dtype(ctx, 1);
+    int64_t r = static_cast<int64_t>(data.shape.size()), q = static_cast<int64_t>(indices.shape.size());
+    if (r < 1 || q < 1) ctx.error("data and indices must have rank >= 1");
+    int64_t b = ctx.attrs().get_int("batch_dims", 0);
+    if (b < 0 || b >= std::min(r, q))
+        ctx.error("batch_dims ", b, " must be in 0..", std::min(r, q) - 1, " for data of rank ", r,
+                  " and indices of rank ", q);
+    for (size_t i = 0; i < static_cast<size_t>(b); ++i)
+        if (data.shape[i] != indices.shape[i])
+            ctx.error("batch dimension ", i, " differs: data ", shape_str(data.shape), ", indices ",
+                      shape_str(indices.shape));
+    int64_t k = indices.shape.back();
+    if (k < 1 || k > r - b)
+        ctx.error("the last dimension of indices is ", k, ", expected 1..", r - b, " (data rank ", r,
+                  " minus batch_dims ", b, ")");
+    Shape out(indices.shape.begin(), indices.shape.end() - 1);
+    out.insert(out.end(), data.shape.begin() + b + k, data.shape.end());
+    return {info_like(data, out)};
+}
+
+void gather_nd_run(RunContext &ctx) {
+    const Tensor &data = ctx.input(0);
+    const Tensor &indices = ctx.input(1);
+    int64_t b = ctx.attrs().get_int("batch_dims", 0);
+    GatherNdDims g = gather_nd_dims(data.shape(), indices.shape(), b);
+    Tensor &out = alloc_like_input(ctx);
+    if (out.numel() == 0) return;
+    // Element offset of every tuple in data, checked (and negative entries normalised) before any copy.
+    std::vector<int64_t> strides(static_cast<size_t>(g.k));
+    int64_t stride = g.slice;
+    for (int64_t j = g.k; j-- > 0;) {
+        strides[static_cast<size_t>(j)] = stride;
+        stride *= data.dim(static_cast<size_t>(b + j));
+    }
+    size_t count = static_cast<size_t>(g.batch * g.tuples);
+    std::vector<int64_t> offsets(count);
+    bool i64 = indices.dtype() == DType::I64;
+    for (size_t t = 0; t < count; ++t) {
+        int64_t off = static_cast<int64_t>(t) / g.tuples * g.per_batch;
+        for (int64_t j = 0; j < g.k; ++j) {
+            size_t at = t * static_cast<size_t>(g.k) + static_cast<size_t>(j);
+            int64_t v = i64 ? index_at<int64_t>(indices.raw(), at) : index_at<int32_t>(indices.raw(), at);
+            off += checked_index(ctx.node.where, v, data.dim(static_cast<size_t>(b + j)), "index") *
+                   strides[static_cast<size_t>(j)];
+        }
+        offsets[t] = off;
+    }
+    size_t block = static_cast<size_t>(g.slice) * dtype_size(data.dtype());
+    const char *src = static_cast<const char *>(data.raw());
+    char *dst = static_cast<char *>(out.raw());
+    size_t esz = dtype_size(data.dtype());
+    parallel_for(ctx.pool(), count, task_tile(block), [&](size_t begin, size_t end) {
+        for (size_t t = begin; t < end; ++t)
+            std::memcpy(dst + t * block, src + static_cast<size_t>(offsets[t]) * esz, block);
+    });
+}
+
 // ---- ScatterND ----
 
 enum class Reduction { None, Add, Mul, Max, Min };
@@ -326,6 +409,89 @@ void scatter_nd_run(RunContext &ctx) {
     }
 }
 
+// ---- ScatterElements ----
+
+std::vector<TensorInfo> scatter_elements_infer(const InferContext &ctx) {
+    ctx.require_inputs(3, 3);
+    const TensorInfo &data = ctx.input(0);
+    const TensorInfo &indices = ctx.input(1);
+    const TensorInfo &updates = ctx.input(2);
+    require_index_dtype(ctx, 1);
+    if (updates.dtype != data.dtype)
+        ctx.error("updates are ", dtype_name(updates.dtype), " but data is ", dtype_name(data.dtype));
+    Reduction red = scatter_reduction(ctx.node.where, ctx.attrs());
+    if (red != Reduction::None && data.dtype == DType::Bool)
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": reductions on bool tensors are not supported");
+    int64_t rank = static_cast<int64_t>(data.shape.size());
+    if (rank == 0) ctx.error("cannot scatter into a scalar");
+    size_t axis = static_cast<size_t>(normalize_axis(ctx.node.where, ctx.attrs().get_int("axis", 0), rank));
+    if (updates.shape != indices.shape)
+        ctx.error("updates have shape ", shape_str(updates.shape), " but indices have shape ",
+                  shape_str(indices.shape));
+    if (indices.shape.size() != data.shape.size())
+        ctx.error("indices have rank ", indices.shape.size(), " but data has rank ", rank);
+    for (size_t i = 0; i < data.shape.size(); ++i)
+        if (i != axis && indices.shape[i] > data.shape[i])
+            ctx.error("indices shape ", shape_str(indices.shape), " exceeds data shape ", shape_str(data.shape),
+                      " on axis ", i);
+    return {info_like(data, data.shape)};
+}
+
+// Sequential: duplicate indices must accumulate (reductions) or let the last write win.
+template <typename T, typename Combine>
+void scatter_elements_typed(T *dst, const T *src, const std::vector<int64_t> &targets, Reduction red,
+                            Combine combine) {
+    for (size_t e = 0; e < targets.size(); ++e) {
+        T &d = dst[targets[e]];
+        d = red == Reduction::None ? src[e] : combine(d, src[e]);
+    }
+}
+
+void scatter_elements_run(RunContext &ctx) {
+    const Tensor &data = ctx.input(0);
+    const Tensor &indices = ctx.input(1);
+    const Tensor &updates = ctx.input(2);
+    Reduction red = scatter_reduction(ctx.node.where, ctx.attrs());
+    size_t axis = static_cast<size_t>(
+        normalize_axis(ctx.node.where, ctx.attrs().get_int("axis", 0), static_cast<int64_t>(data.rank())));
+    Tensor &out = alloc_like_input(ctx);
+    parallel_memcpy(ctx.pool(), out.raw(), data.raw(), data.byte_size());
+    const Shape &ishape = indices.shape();
+    size_t n = static_cast<size_t>(indices.numel());
+    if (n == 0) return;
+    // Target element of every update, checked before anything is written.
+    std::vector<int64_t> dstrides = contiguous_strides(data.shape());
+    std::vector<int64_t> targets = normalized_indices(ctx.node.where, indices, data.dim(axis));
+    std::vector<int64_t> pos(ishape.size(), 0);
+    for (size_t e = 0; e < n; ++e) {
+        int64_t off = 0;
+        for (size_t i = 0; i < ishape.size(); ++i) off += (i == axis ? targets[e] : pos[i]) * dstrides[i];
+        targets[e] = off;
+        for (size_t i = ishape.size(); i-- > 0;) {
+            if (++pos[i] < ishape[i]) break;
+            pos[i] = 0;
+        }
+    }
+    auto typed = [&](auto zero) {
+        using T = decltype(zero);
+        scatter_elements_typed(out.data<T>(), updates.data<T>(), targets, red,
+                               [red](T a, T b) { return reduce_one(a, b, red); });
+    };
+    switch (data.dtype()) {
+    case DType::F32: typed(float{}); break;
+    case DType::F16:
+        scatter_elements_typed(out.data<uint16_t>(), updates.data<uint16_t>(), targets, red,
+                               [red](uint16_t a, uint16_t b) {
+                                   return float_to_half(reduce_one(half_to_float(a), half_to_float(b), red));
+                               });
+        break;
+    case DType::I64: typed(int64_t{}); break;
+    case DType::I32: typed(int32_t{}); break;
+    case DType::I8: typed(int8_t{}); break;
+    default: typed(uint8_t{}); break; // uint8 and bool (no reductions)
+    }
+}
+
 } // namespace
 
 } // namespace shapeops
@@ -334,7 +500,9 @@ void register_gather_scatter_ops(Registry &r) {
     using namespace shapeops;
     r.add("Gather", gather_infer, gather_run).with_streamable_weight_input(0);
     r.add("GatherElements", gather_elements_infer, gather_elements_run);
+    r.add("GatherND", gather_nd_infer, gather_nd_run);
     r.add("ScatterND", scatter_nd_infer, scatter_nd_run);
+    r.add("ScatterElements", scatter_elements_infer, scatter_elements_run);
 }
 
 } // namespace onnxstream

@@ -1,5 +1,5 @@
 """Shape and data-movement ops: Reshape, Flatten, Transpose, Squeeze/Unsqueeze, Concat, Split, Slice, Gather,
-GatherElements, ScatterND, Expand, Tile, Pad, Shape, Size, ConstantOfShape, Range, Trilu, DepthToSpace and
+GatherElements, GatherND, ScatterND, ScatterElements, Expand, Tile, Pad, Shape, Size, ConstantOfShape, Range, Trilu, DepthToSpace and
 SpaceToDepth. Every attribute/opset form (attributes that became inputs), negative axes, shape inputs that are
 weights (known while planning) and pushed inputs (known only at run time: out_shapes), all element sizes, and
 tensors large enough to take the multithreaded paths."""
@@ -348,3 +348,41 @@ add("space_to_depth", "SpaceToDepth", [rand(1, 2, 4, 6)], attrs=dict(blocksize=2
 add("space_to_depth_b3", "SpaceToDepth", [rand(2, 3, 6, 3)], attrs=dict(blocksize=3))
 add("space_to_depth_big", "SpaceToDepth", [rand(1, 16, 80, 80)], attrs=dict(blocksize=2))
 add("space_to_depth_u8", "SpaceToDepth", [rand(1, 3, 4, 4, dtype="uint8")], attrs=dict(blocksize=2))
+
+# --- GatherND -------------------------------------------------------------------------------------------------
+add("gather_nd_elements", "GatherND", [rand(3, 4), const([[0, 1], [2, 3], [1, 0]], "int64")])
+add("gather_nd_slices", "GatherND", [rand(4, 5, 6), const([[1], [3], [0]], "int64")])
+add("gather_nd_pairs_slices", "GatherND", [rand(4, 5, 6), const([[[0, 1], [3, 4]], [[2, 2], [1, 0]]], "int64")])
+add("gather_nd_negative", "GatherND", [rand(5, 3), const([[-1, -3], [-5, 0]], "int64")])
+add("gather_nd_random", "GatherND", [rand(6, 7, 8), randint(10, 2, low=-6, high=6)])
+add("gather_nd_batch1", "GatherND", [rand(2, 5, 4), const([[[1], [4], [-2]], [[0], [0], [3]]], "int64")],
+    attrs=dict(batch_dims=1))
+add("gather_nd_batch1_elements", "GatherND", [rand(3, 4, 5), randint(3, 6, 2, low=-4, high=4)],
+    attrs=dict(batch_dims=1))
+add("gather_nd_batch2", "GatherND", [rand(2, 3, 4, 5), randint(2, 3, 2, 1, low=0, high=4)], attrs=dict(batch_dims=2))
+add("gather_nd_weight_indices", "GatherND", [rand(6, 2), weight(const([[5], [0], [-1]], "int64"))])
+add("gather_nd_big", "GatherND", [rand(500, 256), randint(300, 1, low=-500, high=500)])
+for tag, dt in DTYPES.items():
+    add(f"gather_nd_{tag}", "GatherND", [rand(4, 5, 3, dtype=dt), randint(2, 2, low=-4, high=4)])
+
+# --- ScatterElements ------------------------------------------------------------------------------------------
+add("scatter_elements_axis0", "ScatterElements", [rand(3, 3), const([[1, 0, 2], [0, 2, 1]], "int64"), rand(2, 3)])
+add("scatter_elements_axis1", "ScatterElements", [rand(3, 5), const([[1, 3], [0, 4], [2, 2]], "int64"), rand(3, 2)],
+    attrs=dict(axis=1))
+add("scatter_elements_negative", "ScatterElements", [rand(2, 4, 5), const(np.full((2, 1, 3), -1), "int64"),
+                                                     rand(2, 1, 3)], attrs=dict(axis=-2))
+add("scatter_elements_int32", "ScatterElements", [rand(4, 6), const([[-1, 2], [0, -6]], "int32"), rand(2, 2)],
+    attrs=dict(axis=1))
+add("scatter_elements_weight_indices", "ScatterElements",
+    [rand(5, 2), weight(const([[4, 0], [1, 3]], "int64")), rand(2, 2)])
+for red, opset in (("add", 16), ("mul", 16), ("max", 18), ("min", 18)):
+    kw = dict(out_shapes=[(4, 3)]) if opset == 18 else {}
+    add(f"scatter_elements_{red}", "ScatterElements",
+        [rand(4, 3), const([[1, 0, 1], [1, 3, 1], [0, 0, 1]], "int64"), rand(3, 3)],
+        attrs=dict(reduction=red), opset=opset, **kw)
+add("scatter_elements_add_i64", "ScatterElements",
+    [randint(3, 4, low=-50, high=50), const([[2, 2, 0, 1], [2, 2, 0, 1]], "int64"), randint(2, 4, low=-50, high=50)],
+    attrs=dict(reduction="add"), opset=16)
+for tag, dt in DTYPES.items():
+    add(f"scatter_elements_{tag}", "ScatterElements",
+        [rand(3, 4, dtype=dt), const([[0, 1, 2, 1], [2, 0, 1, 0]], "int64"), rand(2, 4, dtype=dt)])
