@@ -1,5 +1,7 @@
 #include "onnx/shapes.h"
 
+#include <cstring>
+
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -42,6 +44,38 @@ std::string name_failing_node(const IrGraph &g, const std::string &message) {
 }
 
 } // namespace
+
+// ONNX's OneHot inference leaves the depth dimension unknown even when depth is a constant: fill it in.
+static void resolve_one_hot_depth(IrGraph &g) {
+    for (const Node &n : g.nodes) {
+        if (n.op_type != "OneHot" || !n.default_domain() || n.inputs.size() < 2 || n.outputs.empty()) continue;
+        auto c = g.constants.find(n.inputs[1]);
+        auto t = g.types.find(n.outputs[0]);
+        if (c == g.constants.end() || t == g.types.end() || !t->second.has_shape) continue;
+        auto bytes = c->second.bytes();
+        int64_t depth = 0;
+        if (c->second.type() == kOnnxInt64 && bytes->size() == 8) {
+            std::memcpy(&depth, bytes->data(), 8);
+        } else if (c->second.type() == kOnnxInt32 && bytes->size() == 4) {
+            int32_t v;
+            std::memcpy(&v, bytes->data(), 4);
+            depth = v;
+        } else if (c->second.type() == kOnnxFloat && bytes->size() == 4) {
+            float v;
+            std::memcpy(&v, bytes->data(), 4);
+            if (!(v >= 1 && v < 9.0e15f)) continue;
+            depth = static_cast<int64_t>(v);
+        } else {
+            continue;
+        }
+        ValueType &out = t->second;
+        int64_t rank = static_cast<int64_t>(out.dims.size()), axis = n.attr_int("axis", -1);
+        if (axis < 0) axis += rank;
+        if (depth < 1 || axis < 0 || axis >= rank || out.dims[static_cast<size_t>(axis)] >= 0) continue;
+        out.dims[static_cast<size_t>(axis)] = depth;
+        if (static_cast<size_t>(axis) < out.dim_params.size()) out.dim_params[static_cast<size_t>(axis)].clear();
+    }
+}
 
 void infer_types(IrGraph &g) {
     onnx::ModelProto m;
@@ -122,6 +156,7 @@ void infer_types(IrGraph &g) {
     };
     for (const auto &vi : m.graph().value_info()) record(vi);
     for (const auto &vi : m.graph().output()) record(vi);
+    resolve_one_hot_depth(g);
 }
 
 } // namespace onnxstream::importer

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "ops/registry.h"
 #include "ops/shape_common.h"
@@ -472,6 +473,90 @@ void trilu_run(RunContext &ctx) {
     });
 }
 
+// ---- OneHot ----
+
+// The single value of a scalar-like numeric input (a 0-D tensor or a 1-element 1-D one), as a double.
+double single_number(const Tensor &t) {
+    switch (t.dtype()) {
+    case DType::F32: return t.data<float>()[0];
+    case DType::F16: return half_to_float(t.data<uint16_t>()[0]);
+    default: return static_cast<double>(int_values(t)[0]);
+    }
+}
+
+// Depth as ONNX reads it (a float depth is truncated), or nullopt when it is computed at run time.
+std::optional<int64_t> one_hot_depth(const InferContext &ctx) {
+    const Tensor *t = ctx.constant(1);
+    if (!t) return std::nullopt;
+    return static_cast<int64_t>(single_number(*t));
+}
+
+std::vector<TensorInfo> one_hot_infer(const InferContext &ctx) {
+    ctx.require_inputs(3, 3);
+    ctx.require_dtype(0, {DType::I64, DType::I32, DType::F32});
+    ctx.require_dtype(1, {DType::I64, DType::I32, DType::F32});
+    const TensorInfo &indices = ctx.input(0);
+    const TensorInfo &depth = ctx.input(1);
+    const TensorInfo &values = ctx.input(2);
+    if (depth.shape.size() > 1 || shape_numel(depth.shape) != 1)
+        ctx.error("depth (input 1) must be a scalar or a 1-element 1-D tensor, got shape ", shape_str(depth.shape));
+    if (values.shape.size() != 1 || values.shape[0] != 2)
+        ctx.error("values (input 2) must be a 1-D tensor of 2 elements (off, on), got shape ",
+                  shape_str(values.shape));
+    int64_t rank = static_cast<int64_t>(indices.shape.size());
+    if (rank == 0) ctx.error("indices must have rank >= 1");
+    size_t axis = static_cast<size_t>(normalize_axis(ctx.node.where, ctx.attrs().get_int("axis", -1), rank + 1));
+    Shape out = indices.shape;
+    out.insert(out.begin() + static_cast<std::ptrdiff_t>(axis), 0);
+    if (auto depth_value = one_hot_depth(ctx)) {
+        if (*depth_value < 1) ctx.error("depth ", *depth_value, " must be at least 1");
+        out[axis] = *depth_value;
+    } else { // depth known at run time: the shape model.txt declares
+        const Shape &d = ctx.declared_shape(0);
+        bool ok = d.size() == out.size() && d[axis] >= 1;
+        for (size_t i = 0; ok && i < d.size(); ++i) ok = i == axis || d[i] == out[i];
+        if (!ok)
+            ctx.error("model.txt declares output shape ", shape_str(d), ", which is not ", shape_str(indices.shape),
+                      " with a depth dimension at axis ", axis);
+        out = d;
+    }
+    return {TensorInfo{values.dtype, checked_shape(ctx.node.where, out, "output shape"), {}}};
+}
+
+void one_hot_run(RunContext &ctx) {
+    const Tensor &indices = ctx.input(0);
+    const Tensor &values = ctx.input(2);
+    int64_t depth = static_cast<int64_t>(single_number(ctx.input(1)));
+    if (depth < 1) ctx.error(ONNXSTREAM_ERR_INVALID_ARGUMENT, "depth ", depth, " must be at least 1");
+    int64_t rank = static_cast<int64_t>(indices.rank());
+    size_t axis = static_cast<size_t>(normalize_axis(ctx.node.where, ctx.attrs().get_int("axis", -1), rank + 1));
+    Shape out_shape = indices.shape();
+    out_shape.insert(out_shape.begin() + static_cast<std::ptrdiff_t>(axis), depth);
+    checked_shape(ctx.node.where, out_shape, "output shape");
+    Tensor &out = ctx.alloc_output(0, values.dtype(), out_shape);
+    size_t n = static_cast<size_t>(out.numel());
+    if (n == 0) return;
+    size_t esz = dtype_size(values.dtype());
+    const char *off = static_cast<const char *>(values.raw()), *on = off + esz;
+    char *dst = static_cast<char *>(out.raw());
+    fill_elements(dst, n, off, esz);
+    int64_t inner = 1;
+    for (size_t i = axis; i < indices.rank(); ++i) inner *= indices.dim(i);
+    int64_t count = indices.numel();
+    for (int64_t e = 0; e < count; ++e) {
+        int64_t v;
+        switch (indices.dtype()) {
+        case DType::F32: v = static_cast<int64_t>(indices.data<float>()[e]); break;
+        case DType::I32: v = indices.data<int32_t>()[e]; break;
+        default: v = indices.data<int64_t>()[e]; break;
+        }
+        if (v < 0) v += depth;
+        if (v < 0 || v >= depth) continue; // out of [-depth, depth - 1]: all "off", as ONNX says
+        int64_t o = e / inner, i = e % inner;
+        std::memcpy(dst + static_cast<size_t>((o * depth + v) * inner + i) * esz, on, esz);
+    }
+}
+
 } // namespace
 
 } // namespace shapeops
@@ -487,6 +572,7 @@ void register_shape_ops(Registry &r) {
     r.add("ConstantOfShape", constant_of_shape_infer, constant_of_shape_run);
     r.add("Range", range_infer, range_run);
     r.add("Trilu", trilu_infer, trilu_run);
+    r.add("OneHot", one_hot_infer, one_hot_run);
 }
 
 } // namespace onnxstream

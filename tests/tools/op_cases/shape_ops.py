@@ -1,8 +1,8 @@
 """Shape and data-movement ops: Reshape, Flatten, Transpose, Squeeze/Unsqueeze, Concat, Split, Slice, Gather,
-GatherElements, GatherND, ScatterND, ScatterElements, Expand, Tile, Pad, Shape, Size, ConstantOfShape, Range, Trilu, DepthToSpace and
-SpaceToDepth. Every attribute/opset form (attributes that became inputs), negative axes, shape inputs that are
-weights (known while planning) and pushed inputs (known only at run time: out_shapes), all element sizes, and
-tensors large enough to take the multithreaded paths."""
+GatherElements, GatherND, ScatterND, ScatterElements, Expand, Tile, Pad, Shape, Size, ConstantOfShape, Range,
+Trilu, OneHot, DepthToSpace and SpaceToDepth. Every attribute/opset form (attributes that became inputs), negative
+axes, shape inputs that are weights (known while planning) and pushed inputs (known only at run time: out_shapes),
+all element sizes, and tensors large enough to take the multithreaded paths."""
 
 import numpy as np
 
@@ -386,3 +386,24 @@ add("scatter_elements_add_i64", "ScatterElements",
 for tag, dt in DTYPES.items():
     add(f"scatter_elements_{tag}", "ScatterElements",
         [rand(3, 4, dtype=dt), const([[0, 1, 2, 1], [2, 0, 1, 0]], "int64"), rand(2, 4, dtype=dt)])
+
+# --- OneHot ---------------------------------------------------------------------------------------------------
+def one_hot(name, indices, depth, values, out, **attrs):
+    # onnx shape inference cannot see the depth: out is the output shape.
+    add(name, "OneHot", [indices, depth, values], attrs=attrs, opset=11, out_shapes=[out])
+
+
+one_hot("one_hot_basic", randint(2, 3, low=0, high=5), i64(5), weight(const([0, 1], "float32")), (2, 3, 5))
+one_hot("one_hot_negative_indices", randint(4, 3, low=-6, high=6), i64(6), weight(const([-2.5, 3], "float32")), (4, 3, 6))
+one_hot("one_hot_out_of_range_all_off", const([0, 3, 9, -9, -4, 4], "int64"), i64(4),
+        weight(const([0, 1], "float32")), (6, 4))
+one_hot("one_hot_axis0", randint(3, 4, low=0, high=7), i64(7), weight(const([0, 1], "float32")), (7, 3, 4), axis=0)
+one_hot("one_hot_axis1", randint(3, 4, low=-7, high=7), i64(7), weight(const([5, 7], "int64")), (3, 7, 4), axis=1)
+one_hot("one_hot_axis_negative", randint(2, 3, 4, low=0, high=3), i64(3), weight(const([0, 1], "float32")), (2, 3, 3, 4), axis=-3)
+one_hot("one_hot_depth_1d", randint(5, low=0, high=4), i64([4]), weight(const([0, 1], "float32")), (5, 4))
+one_hot("one_hot_int32_indices", randint(6, low=-3, high=3, dtype="int32"), weight(const(3, "int32")),
+        weight(const([0, 1], "float32")), (6, 3))
+one_hot("one_hot_float_depth", randint(2, 5, low=0, high=3), weight(const(3.0, "float32")),
+        weight(const([0, 1], "float32")), (2, 5, 3))
+one_hot("one_hot_runtime_values", randint(8, low=0, high=10), i64(10), rand(2), (8, 10))
+one_hot("one_hot_big", randint(64, 77, low=0, high=100), i64(100), weight(const([0, 1], "float32")), (64, 77, 100))
