@@ -46,7 +46,9 @@ std::string name_failing_node(const IrGraph &g, const std::string &message) {
 } // namespace
 
 // ONNX's OneHot inference leaves the depth dimension unknown even when depth is a constant: fill it in.
-static void resolve_one_hot_depth(IrGraph &g) {
+// True when it resolved a dimension (the ops after the OneHot then need another inference round).
+static bool resolve_one_hot_depth(IrGraph &g) {
+    bool changed = false;
     for (const Node &n : g.nodes) {
         if (n.op_type != "OneHot" || !n.default_domain() || n.inputs.size() < 2 || n.outputs.empty()) continue;
         auto c = g.constants.find(n.inputs[1]);
@@ -74,7 +76,9 @@ static void resolve_one_hot_depth(IrGraph &g) {
         if (depth < 1 || axis < 0 || axis >= rank || out.dims[static_cast<size_t>(axis)] >= 0) continue;
         out.dims[static_cast<size_t>(axis)] = depth;
         if (static_cast<size_t>(axis) < out.dim_params.size()) out.dim_params[static_cast<size_t>(axis)].clear();
+        changed = true;
     }
+    return changed;
 }
 
 void infer_types(IrGraph &g) {
@@ -117,6 +121,15 @@ void infer_types(IrGraph &g) {
         for (const auto &a : n.attrs) *p->add_attribute() = a;
     }
     for (const auto &name : g.outputs) graph->add_output()->set_name(name);
+    // OneHot outputs whose depth dimension resolve_one_hot_depth filled in: ONNX keeps a known dimension of a
+    // value's existing type, so the ops after them see it.
+    for (const Node &n : g.nodes)
+        if (n.op_type == "OneHot" && n.default_domain() && !n.outputs.empty())
+            if (const ValueType *t = g.type_of(n.outputs[0]); t && t->is_static() && !g.is_constant(n.outputs[0])) {
+                auto *vi = graph->add_value_info();
+                vi->set_name(n.outputs[0]);
+                value_type_to_proto(*t, vi->mutable_type());
+            }
 
     // Data propagation resolves more shapes but is the younger, less travelled code in ONNX 1.12: when it
     // trips over a graph, plain inference (plus our own constant folding between rounds) still works.
@@ -156,7 +169,7 @@ void infer_types(IrGraph &g) {
     };
     for (const auto &vi : m.graph().value_info()) record(vi);
     for (const auto &vi : m.graph().output()) record(vi);
-    resolve_one_hot_depth(g);
+    if (resolve_one_hot_depth(g)) infer_types(g);
 }
 
 } // namespace onnxstream::importer

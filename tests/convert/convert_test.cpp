@@ -448,6 +448,15 @@ TEST_F(Convert, Conv1dRunsAsConv2d) { expect_conv1d("conv1d", scratch); }
 // Squeeze/Unsqueeze-11 take their axes as attributes.
 TEST_F(Convert, Conv1dRunsAsConv2dOpset11) { expect_conv1d("conv1d_opset11", scratch); }
 
+// TopK, OneHot (its depth dimension resolved from the constant), CumSum, GatherND and ScatterElements.
+TEST_F(Convert, IndexOpsConvertAndRun) {
+    Conversion c = convert(model_case("index_ops") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    EXPECT_NE(line_of(txt, "one_hot").find("(2,3,6)"), std::string::npos) << txt;
+    run_and_compare(scratch.out(), model_case("index_ops"), 1e-6, 1e-6);
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Bad input: a clear error and nothing written
 

@@ -538,6 +538,27 @@ def conv1d_model(rng, opset):
 
 # ----------------------------------------------------------------------------------------------------------
 
+def index_ops_model():
+    """TopK -> OneHot of its indices (constant depth: ONNX's inference leaves that dimension open, the importer
+    fills it in) -> CumSum -> GatherND, then ScatterElements of the TopK values into it: a chain of the
+    index ops whose every shape the converter must know."""
+    inits = [numpy_helper.from_array(np.array([3], np.int64), "k"),
+             numpy_helper.from_array(np.array(6, np.int64), "depth"),
+             numpy_helper.from_array(np.array([0, 1], np.float32), "on_off"),
+             numpy_helper.from_array(np.array(-1, np.int64), "axis"),
+             numpy_helper.from_array(np.array([[0, 1], [1, -1]], np.int64), "nd_idx"),
+             numpy_helper.from_array(np.array([[0, 5, 3], [2, -4, 1]], np.int64), "el_idx")]
+    nodes = [
+        helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="topk"),
+        helper.make_node("OneHot", ["indices", "depth", "on_off"], ["hot"], name="one_hot"),
+        helper.make_node("CumSum", ["hot", "axis"], ["sums"], name="cumsum", exclusive=1),
+        helper.make_node("GatherND", ["sums", "nd_idx"], ["picked"], name="gather_nd"),
+        helper.make_node("ScatterElements", ["picked", "el_idx", "values"], ["y"], name="scatter",
+                         axis=1, reduction="add"),
+    ]
+    return make_model(nodes, [f32("x", (2, 6))], [f32("y", (2, 6))], inits, opset=16)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="output folder (replaced)")
@@ -590,6 +611,7 @@ def main():
                [("x", rand(4, 16)), ("x3", rand(2, 4, 16))])
     write_case(os.path.join(models_dir, "conv1d"), conv1d_model(rng, 13), [("x", rand(1, 4, 32))])
     write_case(os.path.join(models_dir, "conv1d_opset11"), conv1d_model(rng, 11), [("x", rand(1, 4, 32))])
+    write_case(os.path.join(models_dir, "index_ops"), index_ops_model(), [("x", rand(2, 6))])
 
     # Bad inputs: no case.json, so ONNX Runtime skips them.
     with open(os.path.join(models_dir, "cnn_bn", "model.onnx"), "rb") as f:
