@@ -2,8 +2,9 @@
 //
 // A line is a set of `axis` elements `inner` apart. CumSum accumulates in the element type (float16 in
 // float32); integer sums wrap in two's complement. TopK ranks by value, equal values by their position (the
-// lower index first), so its output does not depend on the sort's implementation.
+// lower index first; NaN above every number), so its output does not depend on the sort's implementation.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <type_traits>
@@ -177,6 +178,10 @@ void topk_indices(const RunContext &ctx, const T *x, int64_t *idx, const Lines &
             std::iota(order.begin(), order.end(), int64_t{0});
             auto before = [&](int64_t a, int64_t b) {
                 T va = vals[static_cast<size_t>(a)], vb = vals[static_cast<size_t>(b)];
+                if constexpr (std::is_floating_point_v<T>) { // NaN ranks above every number (a strict order)
+                    bool na = std::isnan(va), nb = std::isnan(vb);
+                    if (na || nb) return na != nb ? (largest ? na : nb) : a < b;
+                }
                 if (va != vb) return largest ? va > vb : va < vb;
                 return a < b;
             };
