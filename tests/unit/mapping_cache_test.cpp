@@ -74,8 +74,10 @@ TEST_F(MappingCache, SmallerRequestsSplitOneMappingAndJoinBack) {
 
 TEST_F(MappingCache, BestFitAmongIdleMappings) {
     set_mapping_cache_budget(32 * MiB);
-    // A live mapping between the two keeps them from being joined.
+    // Carved in order from one mapping; the live spacer between the two keeps them from being joined.
+    unmap_pages(map_pages(9 * MiB));
     Mapping large = map_pages(5 * MiB), spacer = map_pages(1 * MiB), fitting = map_pages(3 * MiB);
+    ASSERT_EQ(mapping_cache_idle_bytes(), 0u);
     unmap_pages(large);
     unmap_pages(fitting);
     Mapping got = map_pages(3 * MiB);
@@ -86,10 +88,15 @@ TEST_F(MappingCache, BestFitAmongIdleMappings) {
 }
 
 TEST_F(MappingCache, IdleBytesStayWithinTheBudgetOldestFirst) {
-    set_mapping_cache_budget(6 * MiB);
-    // Live spacers keep the three from being joined, so each is evicted on its own.
+    // Five neighbours carved in order from one mapping (where the system puts separate mappings is its
+    // own business); the live spacers keep a, b and c from being joined, so each is evicted on its own.
+    set_mapping_cache_budget(16 * MiB);
+    unmap_pages(map_pages(11 * MiB));
     Mapping a = map_pages(3 * MiB), s1 = map_pages(1 * MiB), b = map_pages(3 * MiB), s2 = map_pages(1 * MiB),
             c = map_pages(3 * MiB);
+    ASSERT_EQ(c.base, static_cast<char *>(a.base) + 8 * MiB);
+    ASSERT_EQ(mapping_cache_idle_bytes(), 0u);
+    set_mapping_cache_budget(6 * MiB);
     unmap_pages(a);
     unmap_pages(b);
     unmap_pages(c); // a goes
