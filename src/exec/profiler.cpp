@@ -6,27 +6,13 @@
 #include <map>
 
 #include "exec/op_flops.h"
+#include "util/strings.h"
 
 namespace onnxstream {
 
 namespace {
 
-std::string json_string(const std::string &s) {
-    std::string out = "\"";
-    for (unsigned char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += static_cast<char>(c);
-        } else if (c < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out + "\"";
-}
+std::string json_string(const std::string &s) { return "\"" + json_escape(s) + "\""; }
 
 // Trace timestamps are microseconds; keep nanosecond precision as decimals.
 std::string us(uint64_t ns) {

@@ -19,6 +19,7 @@
 #include "util/strings.h"
 #include "util/npy.h"
 
+using onnxstream::json_escape;
 using onnxstream::tools::NpyArray;
 
 namespace {
@@ -240,21 +241,6 @@ int print_op(void *, const onnxstream_progress_t *p) {
     std::printf("[%zu/%zu] %s %s %.3f ms, %.1f MB live, %.1f MB peak\n", p->op_index + 1, p->op_count, p->op_type,
                 p->op_name, p->elapsed_us / 1000.0, p->current_bytes / 1e6, p->peak_bytes / 1e6);
     return 0;
-}
-
-std::string json_escape(const std::string &s) {
-    std::string out;
-    for (char c : s) {
-        if (c == '"' || c == '\\') out += '\\';
-        if (static_cast<unsigned char>(c) < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-            continue;
-        }
-        out += c;
-    }
-    return out;
 }
 
 // The model with the command line's options, loaded, with its range data and calibration set.

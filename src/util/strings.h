@@ -26,6 +26,9 @@ std::string join_ints(const std::vector<int64_t> &values, const char *sep = ",")
 
 bool ends_with(std::string_view text, std::string_view suffix);
 
+// `text` as the inside of a JSON string: quote and backslash escaped, control characters as \u00XX.
+std::string json_escape(std::string_view text);
+
 // Offset of the first byte that does not belong to well-formed UTF-8 (no overlong forms, no surrogates,
 // nothing above U+10FFFF), or std::string_view::npos when all of `text` is valid.
 size_t first_invalid_utf8(std::string_view text);
