@@ -23,14 +23,7 @@ import numpy as np
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import cross_exe  # noqa: E402
-
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
+from checklist import check, finish  # noqa: E402
 
 
 def main():
@@ -90,8 +83,7 @@ def main():
     check(p.returncode == 1 and "Node.js" in p.stderr, "without Node.js: %s" % p.stderr.strip())
 
     shutil.rmtree(a.work, ignore_errors=True)
-    if failures:
-        sys.exit("%d check(s) failed" % len(failures))
+    finish()
 
 
 if __name__ == "__main__":

@@ -25,14 +25,7 @@ import numpy as np
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import cross_exe  # noqa: E402
-
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
+from checklist import check, finish  # noqa: E402
 
 
 def run(exe, model, image, out, arithmetic):
@@ -86,8 +79,7 @@ def main():
     check(st["arithmetic"] == "fp16" and st["fp16_ops"] == 0 and st["fp16_fallbacks"] == 0,
           "float32 activations compute in float32 (%d ops in fp16, %d fell back)" % (st["fp16_ops"], st["fp16_fallbacks"]))
     shutil.rmtree(a.work, ignore_errors=True)
-    if failures:
-        sys.exit("%d check(s) failed" % len(failures))
+    finish()
 
 
 if __name__ == "__main__":

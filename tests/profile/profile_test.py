@@ -28,14 +28,7 @@ from onnx import numpy_helper, shape_inference
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import cross_exe  # noqa: E402
-
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
+from checklist import check, finish  # noqa: E402
 
 
 class OnnxGraph:
@@ -232,8 +225,7 @@ def main():
     test_yolov8n(a, run_exe, convert_exe)
     test_sd_unet(a, run_exe, convert_exe)
     shutil.rmtree(a.work, ignore_errors=True)
-    if failures:
-        sys.exit("%d check(s) failed" % len(failures))
+    finish()
 
 
 if __name__ == "__main__":
