@@ -36,7 +36,7 @@ const char *status_text(enum xnn_status s) {
     return "unknown status";
 }
 // XNNPACK's own buffers (packed weights, indirection buffers, workspaces) by the tensor allocator's rule
-// (src/tensor/allocator.cpp): blocks of 1 MiB and more get their own mapping, unmapped when freed. Through
+// (src/tensor/allocator.cpp): blocks of kDirectMapBytes and more get their own mapping, unmapped when freed. Through
 // malloc, every big free raises glibc's mmap threshold and later packed-weight buffers stay in the heap:
 // the full-size fp16 UNet in `min` (75 MB of tensors at peak) peaked at 121-125 MB RSS that way, 92 MB with
 // direct mappings (87 MB with MALLOC_MMAP_THRESHOLD_=131072 for the whole process, which also slows it).
