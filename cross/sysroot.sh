@@ -47,6 +47,8 @@ trap 'rm -rf "$work"' EXIT
 # apt's download method drops to the _apt user, which must be able to write the folder.
 chmod 777 "$work"
 (cd "$work" && apt-get download -q "${packages[@]/%/:$arch}" >/dev/null)
+# Headers-only packages are built for every architecture at once (Architecture: all): no :$arch to ask for.
+(cd "$work" && apt-get download -q nlohmann-json3-dev >/dev/null)
 
 rm -rf "$dest.new"
 mkdir -p "$dest.new"

@@ -599,7 +599,16 @@ typedef struct onnxstream_convert_options {
         NAME.npy per graph input (float32, the declared shape), e.g. DIR/0/latent_sample.npy. Required
         for quantize = 2, else must be NULL. */
     const char *calibration_inputs;
+    /* Since 0.7: */
+    /** How the weights are stored: ONNXSTREAM_WEIGHTS_FILES (0, default) one .bin file per weight, as
+        OnnxStream's folders; ONNXSTREAM_WEIGHTS_SAFETENSORS (1) one model.safetensors file holding them
+        all (docs/model-format.md). Any other value is ONNXSTREAM_ERR_INVALID_ARGUMENT. */
+    int32_t weights_format;
 } onnxstream_convert_options_t;
+
+/** Values of onnxstream_convert_options_t.weights_format. */
+#define ONNXSTREAM_WEIGHTS_FILES 0
+#define ONNXSTREAM_WEIGHTS_SAFETENSORS 1
 
 /** Fill *options with defaults and struct_size. Safe to call with NULL (does nothing). */
 ONNXSTREAM_API void onnxstream_convert_options_init(onnxstream_convert_options_t *options);
@@ -639,6 +648,28 @@ ONNXSTREAM_API void onnxstream_convert_options_init(onnxstream_convert_options_t
  */
 ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t onnxstream_convert_onnx(
     const char *onnx_path, const char *out_dir, const onnxstream_convert_options_t *options);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* One-file weight stores                                                                            */
+
+/** onnxstream_pack_weights is available. */
+#define ONNXSTREAM_HAS_PACK_WEIGHTS 1
+
+/**
+ * Since 0.7. Pack the weight files of a model folder (OnnxStream's or onnxstream-convert's) into one
+ * model.safetensors in that folder: every .bin file model.txt references (both of a Conv weight's _nchw/_nhwc
+ * files when both exist) and every per-channel scales file, each named by its file name without ".bin".
+ * Models load from such a folder with every weights provider; a weight is looked up in model.safetensors
+ * first, then as a file (docs/model-format.md). The data is copied a few MiB at a time; the store is
+ * written under a temporary name and renamed into place, and only then, with remove_files nonzero, are
+ * the packed files deleted. model.txt is not changed. Runs in the calling thread.
+ * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT folder is NULL, or it already has a model.safetensors.
+ * @retval ONNXSTREAM_ERR_INVALID_MODEL    model.txt does not parse, or names one file with two types.
+ * @retval ONNXSTREAM_ERR_IO               model.txt or a weight file is missing, a weight file's size
+ *         does not match its model.txt type, or the store cannot be written.
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t onnxstream_pack_weights(const char *folder,
+                                                                                int32_t remove_files);
 
 #ifdef __cplusplus
 }

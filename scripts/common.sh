@@ -46,4 +46,4 @@ apt_install() {
 
 # What building the library, the tools and the sd example needs (Debian 12 or 13).
 BUILD_PACKAGES="build-essential pkg-config meson ninja-build libxnnpack-dev libcpuinfo-dev libpthreadpool-dev
-libpng-dev zlib1g-dev libxxhash-dev libonnx-dev libprotobuf-dev protobuf-compiler"
+libpng-dev zlib1g-dev libxxhash-dev nlohmann-json3-dev libonnx-dev libprotobuf-dev protobuf-compiler"

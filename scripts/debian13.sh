@@ -28,7 +28,7 @@ case ${1:-} in test|build|exec|arm64) mode=$1; shift ;; esac
 # npm into tests/tools/node_modules of the checkout, shared with the host, and so do the zoo suite's models
 # (tests/zoo/node_modules).
 packages=build-essential,pkg-config,meson,ninja-build,clang,\
-libxnnpack-dev,libcpuinfo-dev,libpthreadpool-dev,libpng-dev,zlib1g-dev,libxxhash-dev,\
+libxnnpack-dev,libcpuinfo-dev,libpthreadpool-dev,libpng-dev,zlib1g-dev,libxxhash-dev,nlohmann-json3-dev,\
 libonnx-dev,libprotobuf-dev,protobuf-compiler,libgtest-dev,libbenchmark-dev,\
 python3,python3-numpy,python3-onnx,python3-torch,python3-pil,nodejs,npm,cargo,golang-go,time,ca-certificates
 

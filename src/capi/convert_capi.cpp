@@ -98,6 +98,10 @@ onnxstream_status_t onnxstream_convert_onnx(const char *onnx_path, const char *o
             fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "onnxstream_convert_onnx: options->calibration_inputs ",
                  o.quantize == 2 ? "is required with quantize = 2 (w8a8)" : "is only used with quantize = 2 (w8a8)");
         c.quantize_w8 = o.quantize == 1;
+        if (o.weights_format != ONNXSTREAM_WEIGHTS_FILES && o.weights_format != ONNXSTREAM_WEIGHTS_SAFETENSORS)
+            fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "onnxstream_convert_onnx: options->weights_format is ",
+                 o.weights_format, " (expected 0 for files or 1 for safetensors)");
+        c.safetensors = o.weights_format == ONNXSTREAM_WEIGHTS_SAFETENSORS;
         for (const char *const *p = o.keep_fp32; p && *p; ++p)
             if (**p) c.keep_fp32.emplace_back(*p);
         if (o.keep_fp32_list) add_patterns(c.keep_fp32, o.keep_fp32_list);

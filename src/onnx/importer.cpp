@@ -410,6 +410,7 @@ ConvertReport convert_onnx(const std::string &onnx_path, const std::string &out_
     w.keep_fp32 = options.keep_fp32;
     w.quantize_w8 = options.quantize_w8;
     w.quantize_u8 = options.quantize_u8;
+    w.safetensors = options.safetensors;
     report.written = write_model(g, out_dir, w);
     return report;
 }
@@ -431,8 +432,8 @@ std::string ConvertReport::text() const {
                       kv.second.first, kv.second.second);
         out += buf;
     }
-    out += cat("  weights: ", written.weight_files, " files, ", written.weight_bytes, " bytes (",
-               human_bytes(written.weight_bytes), ")");
+    out += cat("  weights: ", written.weight_files, written.packed ? " tensors in model.safetensors, " : " files, ",
+               written.weight_bytes, " bytes (", human_bytes(written.weight_bytes), ")");
     if (written.fp16_weights) out += cat(", ", written.fp16_weights, " stored as float16");
     out += "\n";
     if (written.w8_weights)

@@ -22,6 +22,7 @@ struct ConvertOptions {
     bool quantize_w8 = false;           // --quantize w8: per-channel int8 Conv/Gemm/MatMul weights
     bool quantize_u8 = false;           // --quantize w8a8: per-tensor uint8 weights (ranges come separately)
     std::vector<std::pair<std::string, Shape>> input_shapes; // fixed shapes for graph inputs
+    bool safetensors = false;           // weights in one model.safetensors instead of .bin files
     FoldLimits fold;
 };
 

@@ -23,6 +23,7 @@
 #include "tensor/half.h"
 #include "util/error.h"
 #include "util/strings.h"
+#include "weights/safetensors_pack.h"
 #include "weights/weight_files.h"
 
 namespace onnxstream::importer {
@@ -520,6 +521,11 @@ WriteSummary write_model(const IrGraph &g, const std::string &out_dir_arg, const
             summary.notes.push_back(cat(clamped, " values of '", kv.first,
                                         "' exceed the float16 range and were clamped "
                                         "to +-65504 (keep it float32 with --keep-fp32)"));
+    }
+
+    if (options.safetensors) {
+        pack_weight_folder(tmp.path, true);
+        summary.packed = true;
     }
 
     // Load the result back the way the engine will, and plan it, so a model the engine would reject is

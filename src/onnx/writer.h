@@ -1,6 +1,7 @@
 // The importer's graph as an OnnxStream model folder: model.txt plus one .bin file per weight, named and
 // laid out as OnnxStream's onnx2txt does (escaped names, Conv weights as "<name>_nchw.bin" in the line and
-// "<name>_nhwc.bin" in OHWI order on disk), written atomically.
+// "<name>_nhwc.bin" in OHWI order on disk), or those weights packed into one model.safetensors; written
+// atomically.
 #pragma once
 
 #include <cstdint>
@@ -16,12 +17,14 @@ struct WriteOptions {
     std::vector<std::string> keep_fp32; // ... except those whose name matches one of these fnmatch patterns
     bool quantize_w8 = false;           // Conv/Gemm/MatMul weights as per-channel int8 (quantize_export.h)
     bool quantize_u8 = false;           // the same weights as per-tensor uint8 asymmetric (--quantize w8a8)
+    bool safetensors = false;           // the weight files packed into one model.safetensors (weights/safetensors_pack.h)
 };
 
 struct WriteSummary {
     size_t ops = 0;
     size_t weight_files = 0;
     uint64_t weight_bytes = 0;
+    bool packed = false;        // the weight files went into model.safetensors
     std::string largest_weight; // file name
     uint64_t largest_bytes = 0;
     size_t fp16_weights = 0;

@@ -32,7 +32,12 @@ const char *kUsage =
     "  --check-only           the same check of an existing OUT_DIR, without converting\n"
     "  --check-inputs DIR     take input NAME from DIR/NAME.npy where it exists\n"
     "  --check-tolerance X    largest relative L2 error accepted (default 1e-4; 1e-2 with --fp16 or --quantize)\n"
-    "  --node PATH            the Node.js executable for --check (default: node)\n";
+    "  --node PATH            the Node.js executable for --check (default: node)\n"
+    "  --weights FORMAT       files (default: one .bin file per weight) or safetensors (one model.safetensors)\n"
+    "\n"
+    "       onnxstream-convert --pack DIR [--keep-files]\n"
+    "  pack the weight files of an existing model folder (OnnxStream's or this tool's) into DIR/model.safetensors\n"
+    "  and delete them (--keep-files: leave them)\n";
 
 [[noreturn]] void die(std::string message) {
     // One line: messages relayed from the ONNX library may carry line breaks.
@@ -50,6 +55,9 @@ struct Args {
     std::vector<std::string> keep_fp32, input_shapes;
     std::string calibration_inputs;
     bool check = false, check_only = false;
+    bool safetensors = false;
+    std::string pack_dir;
+    bool keep_files = false;
     std::string check_inputs, node = "node";
     double check_tolerance = -1; // from the conversion's options when not given
 };
@@ -97,6 +105,14 @@ Args parse_args(int argc, char **argv) {
             char *end = nullptr;
             a.check_tolerance = std::strtod(v.c_str(), &end);
             if (v.empty() || *end || !(a.check_tolerance >= 0)) die("--check-tolerance expects a number >= 0, got '" + v + "'");
+        } else if (arg == "--weights") {
+            const std::string format = value();
+            if (format == "safetensors") a.safetensors = true;
+            else if (format != "files") die("--weights " + format + " is not supported (expected files or safetensors)");
+        } else if (arg == "--pack") {
+            a.pack_dir = value();
+        } else if (arg == "--keep-files") {
+            a.keep_files = true;
         } else if (arg == "--node") {
             a.node = value();
         } else if (arg.size() > 1 && arg[0] == '-') {
@@ -104,6 +120,11 @@ Args parse_args(int argc, char **argv) {
         } else {
             positional.push_back(arg);
         }
+    }
+    if (!a.pack_dir.empty() || a.keep_files) {
+        if (a.pack_dir.empty()) die("--keep-files goes with --pack DIR");
+        if (!positional.empty() || argc != (a.keep_files ? 4 : 3)) die("--pack DIR takes no other arguments but --keep-files");
+        return a;
     }
     if (positional.size() != 2) {
         std::fputs(kUsage, stderr);
@@ -153,6 +174,13 @@ int check(const Args &args) {
 
 int main(int argc, char **argv) {
     Args args = parse_args(argc, argv);
+    if (!args.pack_dir.empty()) {
+        if (onnxstream_pack_weights(args.pack_dir.c_str(), args.keep_files ? 0 : 1) != ONNXSTREAM_OK)
+            die(onnxstream_last_error());
+        std::printf("onnxstream-convert: packed the weights of %s into %s/model.safetensors\n", args.pack_dir.c_str(),
+                    args.pack_dir.c_str());
+        return 0;
+    }
     if (args.check_only) return check(args);
     std::vector<const char *> keep, shapes;
     for (const auto &p : args.keep_fp32) keep.push_back(p.c_str());
@@ -166,6 +194,7 @@ int main(int argc, char **argv) {
     onnxstream_convert_options_init(&options);
     options.fp16 = args.fp16 ? 1 : 0;
     options.quantize = args.quantize;
+    options.weights_format = args.safetensors ? ONNXSTREAM_WEIGHTS_SAFETENSORS : ONNXSTREAM_WEIGHTS_FILES;
     options.calibration_inputs = args.calibration_inputs.empty() ? nullptr : args.calibration_inputs.c_str();
     options.keep_fp32 = keep.data();
     options.input_shapes = shapes.data();

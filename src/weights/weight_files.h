@@ -1,7 +1,9 @@
 // Reading weight files from a model folder, shared by the file-based providers.
 //
 // OnnxStream names conv weights "<x>_nchw.bin" in model.txt and ships "<x>_nhwc.bin" (OHWI order)
-// beside or instead of it. resolve_weight_file picks the file to read and the layout it holds.
+// beside or instead of it. resolve_weight_file picks the file to read and the layout it holds. A weight
+// may also be a tensor of the folder's model.safetensors (weights/safetensors.h), named like its file
+// without ".bin"; the store is looked in first.
 #pragma once
 
 #include <atomic>
@@ -16,9 +18,15 @@ namespace onnxstream {
 struct ResolvedWeight {
     std::string path;
     Layout layout = Layout::Plain; // layout of the file's contents
+    // Where the weight's bytes are in the file: the whole file for a .bin file, a range of the store.
+    uint64_t offset = 0;
+    bool whole_file = true;
+    // The store holds it as bfloat16 (spec says float32 or float16): readers widen it.
+    bool bf16 = false;
 };
 
-// Throws IO naming the file (and the _nhwc twin tried) when neither exists or the size is wrong.
+// Throws IO naming the file (and the _nhwc twin tried) when neither exists or the size is wrong, and
+// INVALID_MODEL when the store's tensor of that name has another dtype or shape than model.txt says.
 ResolvedWeight resolve_weight_file(const std::string &folder, const WeightSpec &spec);
 
 // Read a whole weight file into a tracked tensor in spec's dtype/shape, in the layout serve_layout gives
