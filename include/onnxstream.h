@@ -604,6 +604,12 @@ typedef struct onnxstream_convert_options {
         OnnxStream's folders; ONNXSTREAM_WEIGHTS_SAFETENSORS (1) one model.safetensors file holding them
         all (docs/model-format.md). Any other value is ONNXSTREAM_ERR_INVALID_ARGUMENT. */
     int32_t weights_format;
+    /** Graph inputs pinned to a value at conversion: NULL-terminated array of "NAME=v0,v1,..." strings
+        ("sr=16000"), as many values as the input's static shape has elements (fix symbolic dimensions with
+        input_shapes), in its element type (float32/float16, int64/int32/int8/uint8, bool as 0/1). The
+        input becomes a constant and leaves the model's inputs, so what depends on it folds away: an If on
+        it is replaced by the branch taken. May be NULL. */
+    const char *const *input_values;
 } onnxstream_convert_options_t;
 
 /** Values of onnxstream_convert_options_t.weights_format. */

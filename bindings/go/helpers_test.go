@@ -228,3 +228,87 @@ func (l *lockedLog) add(s string) {
 	l.lines = append(l.lines, s)
 	l.mu.Unlock()
 }
+
+// writeTinyFolder writes tinyModel and its two weight files into dir (created).
+func writeTinyFolder(t testing.TB, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := tinyWeights()
+	files["model.txt"] = []byte(tinyModel)
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// copyFolder copies every file of from into to (created), e.g. a model folder.
+func copyFolder(t testing.TB, from, to string) {
+	t.Helper()
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// binFiles lists the .bin files of dir, sorted.
+func binFiles(t testing.TB, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for _, e := range entries { // os.ReadDir sorts by name
+		if filepath.Ext(e.Name()) == ".bin" {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// runTinyFolder loads the tiny model from dir with a built-in provider and returns y.
+func runTinyFolder(t testing.TB, dir string, p BuiltinProvider) []float32 {
+	t.Helper()
+	m, err := Open(dir, Options{Threads: 1, Provider: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Push("x", []int64{1, 4}, tinyX); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(); err != nil {
+		t.Fatalf("provider %d: %v", p, err)
+	}
+	return outputY(t, m)
+}

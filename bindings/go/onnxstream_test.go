@@ -1,6 +1,7 @@
 package onnxstream
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,10 +13,10 @@ import (
 )
 
 func TestVersion(t *testing.T) {
-	if major, minor, patch := Version(); major != 0 || minor != 6 || patch != 0 {
+	if major, minor, patch := Version(); major != 0 || minor != 7 || patch != 0 {
 		t.Fatalf("Version() = %d.%d.%d", major, minor, patch)
 	}
-	if VersionString() != "0.6.0" {
+	if VersionString() != "0.7.0" {
 		t.Fatalf("VersionString() = %q", VersionString())
 	}
 }
@@ -494,5 +495,97 @@ func TestMaxBytesGivesOutOfMemory(t *testing.T) {
 	}
 	if y := outputY(t, roomy); !equalF32(y, tinyY) {
 		t.Fatalf("y = %v", y)
+	}
+}
+
+func TestPackWeights(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "packed")
+	writeTinyFolder(t, dir)
+	if err := PackWeights(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	store, err := os.ReadFile(filepath.Join(dir, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := binFiles(t, dir); len(left) != 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+	if text, err := os.ReadFile(filepath.Join(dir, "model.txt")); err != nil || string(text) != tinyModel {
+		t.Fatalf("model.txt changed: %q %v", text, err)
+	}
+	// 8-byte header length, the JSON header naming both tensors, then their 32 bytes of data.
+	n := int(binary.LittleEndian.Uint64(store))
+	header := string(store[8 : 8+n])
+	if !strings.Contains(header, `"w"`) || !strings.Contains(header, `"v"`) || !strings.Contains(header, "F32") {
+		t.Fatalf("header %s", header)
+	}
+	if len(store) != 8+n+32 {
+		t.Fatalf("model.safetensors is %d bytes, header %d", len(store), n)
+	}
+	for _, p := range []BuiltinProvider{ProviderNoCache, ProviderPrefetch, ProviderMmap, ProviderRAM} {
+		if y := runTinyFolder(t, dir, p); !equalF32(y, tinyY) {
+			t.Fatalf("provider %d: y = %v", p, y)
+		}
+	}
+
+	// A folder that already has its store is refused with the library's message, and left as it was.
+	err = PackWeights(dir, true)
+	var e *Error
+	if !errors.As(err, &e) || e.Status != ErrInvalidArgument ||
+		!strings.Contains(e.Message, dir) || !strings.Contains(e.Message, "model.safetensors") {
+		t.Fatalf("packing twice: %v", err)
+	}
+	if again, _ := os.ReadFile(filepath.Join(dir, "model.safetensors")); string(again) != string(store) {
+		t.Fatal("the store changed")
+	}
+
+	// Without removeFiles the .bin files stay next to the store.
+	kept := filepath.Join(t.TempDir(), "kept")
+	writeTinyFolder(t, kept)
+	if err := PackWeights(kept, false); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(kept, "model.safetensors")); err != nil || string(b) != string(store) {
+		t.Fatalf("kept store differs: %v", err)
+	}
+	if files := binFiles(t, kept); !equalStrings(files, []string{"v.bin", "w.bin"}) {
+		t.Fatalf(".bin files %v", files)
+	}
+	if y := runTinyFolder(t, kept, ProviderDefault); !equalF32(y, tinyY) {
+		t.Fatalf("y = %v", y)
+	}
+	if err := PackWeights(kept, false); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("packing twice: %v", err)
+	}
+}
+
+func TestPackWeightsErrors(t *testing.T) {
+	dir := t.TempDir()
+	// No model.txt.
+	err := PackWeights(filepath.Join(dir, "missing"), true)
+	if !errors.Is(err, ErrIO) || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("no model.txt: %v", err)
+	}
+	// model.txt does not parse.
+	os.WriteFile(filepath.Join(dir, "model.txt"), []byte("this is not model.txt\n"), 0o644)
+	if err := PackWeights(dir, true); !errors.Is(err, ErrInvalidModel) {
+		t.Errorf("bad model.txt: %v", err)
+	}
+	// A weight file is missing: nothing is written.
+	os.WriteFile(filepath.Join(dir, "model.txt"), []byte(tinyModel), 0o644)
+	os.WriteFile(filepath.Join(dir, "w.bin"), f32Bytes(tinyW), 0o644)
+	if err := PackWeights(dir, true); !errors.Is(err, ErrIO) || !strings.Contains(err.Error(), "v.bin") {
+		t.Errorf("missing weight: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); !os.IsNotExist(err) {
+		t.Errorf("a store was written: %v", err)
+	}
+	if files := binFiles(t, dir); !equalStrings(files, []string{"w.bin"}) {
+		t.Errorf(".bin files %v", files)
+	}
+	// A path with a NUL byte never reaches the library.
+	if err := PackWeights("a\x00b", true); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "NUL") {
+		t.Errorf("NUL in path: %v", err)
 	}
 }

@@ -2,6 +2,8 @@ package onnxstream
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -128,6 +130,134 @@ func TestYolov8nZeroCopyLender(t *testing.T) {
 	if c.reads.Load() != 0 || c.lends.Load() == 0 || c.releases.Load() != c.lends.Load() || c.closes.Load() != 1 {
 		t.Fatalf("reads %d lends %d releases %d closes %d", c.reads.Load(), c.lends.Load(), c.releases.Load(), c.closes.Load())
 	}
+}
+
+// runYoloFolder loads YOLOv8n from dir with a built-in provider and returns output0.
+func runYoloFolder(t *testing.T, shared, dir string, p BuiltinProvider) []float32 {
+	t.Helper()
+	m, err := Open(dir, Options{Threads: yoloThreads, Provider: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	input := readF32(t, filepath.Join(shared, "data", "yolov8n", "input_images_1x3x640x640_f32.bin"))
+	if err := m.Push("images", []int64{1, 3, 640, 640}, input); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.OutputByName("output0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Shape) != 3 || out.Shape[0] != 1 || out.Shape[1] != 84 || out.Shape[2] != 8400 {
+		t.Fatalf("output0 shape %v", out.Shape)
+	}
+	y, err := out.Float32()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return y
+}
+
+// bitEqual fails the test unless a and b hold the same float32 bits.
+func bitEqual(t *testing.T, a, b []float32, what string) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%s: %d vs %d values", what, len(a), len(b))
+	}
+	differ := 0
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			differ++
+		}
+	}
+	if differ != 0 {
+		t.Fatalf("%s: %d of %d values differ (rel L2 %.3e)", what, differ, len(a), relL2(a, b))
+	}
+}
+
+func TestYolov8nPackedWeights(t *testing.T) {
+	shared := sharedDir(t)
+	original := filepath.Join(shared, "models", "yolov8n")
+	files := binFiles(t, original)
+	if len(files) < 100 {
+		t.Fatalf("%d weight files", len(files))
+	}
+	tmp := t.TempDir()
+
+	// The loose .bin files: the reference's output, and the Go provider's bit for bit.
+	bins := filepath.Join(tmp, "bins")
+	copyFolder(t, original, bins)
+	fromFiles := runYoloFolder(t, shared, bins, ProviderNoCache)
+	expected := readF32(t, filepath.Join(shared, "data", "yolov8n", "expected_output0_1x84x8400_f32.bin"))
+	if e := relL2(fromFiles, expected); e > 1e-4 {
+		t.Fatalf("rel L2 vs ONNX Runtime %.3e > 1e-4", e)
+	}
+	fromGo := runYolo(t, shared, &mapProvider{weights: loadWeightDir(t, original), c: &counters{}})
+	bitEqual(t, fromFiles, fromGo, ".bin files vs Go provider")
+
+	// Packed, the .bin files removed: the same output with every way of reading the store.
+	packed := filepath.Join(tmp, "packed")
+	copyFolder(t, original, packed)
+	if err := PackWeights(packed, true); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(packed, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(packed, "model.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if left := binFiles(t, packed); len(left) != 0 {
+		t.Fatalf("%d .bin files left, e.g. %s", len(left), left[0])
+	}
+	weightBytes := int64(0)
+	for _, f := range files {
+		fi, err := os.Stat(filepath.Join(original, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		weightBytes += fi.Size()
+	}
+	if st.Size() <= weightBytes {
+		t.Fatalf("model.safetensors is %d bytes, the weights %d", st.Size(), weightBytes)
+	}
+	for _, p := range []BuiltinProvider{ProviderNoCache, ProviderMmap, ProviderRAM} {
+		bitEqual(t, runYoloFolder(t, shared, packed, p), fromFiles, fmt.Sprintf("model.safetensors (provider %d) vs .bin files", p))
+	}
+
+	// Packed, the .bin files kept; packing it again is refused with the library's message.
+	kept := filepath.Join(tmp, "kept")
+	copyFolder(t, original, kept)
+	if err := PackWeights(kept, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := binFiles(t, kept); !equalStrings(got, files) {
+		t.Fatalf("%d .bin files kept of %d", len(got), len(files))
+	}
+	store, err := os.ReadFile(filepath.Join(kept, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(packed, "model.safetensors")); string(b) != string(store) {
+		t.Fatal("the kept and the packed folder's stores differ")
+	}
+	err = PackWeights(kept, true)
+	var e *Error
+	if !errors.As(err, &e) || e.Status != ErrInvalidArgument ||
+		!strings.Contains(e.Message, kept) || !strings.Contains(e.Message, "model.safetensors") {
+		t.Fatalf("packing twice: %v", err)
+	}
+	if got := binFiles(t, kept); !equalStrings(got, files) {
+		t.Fatalf("packing twice removed files: %d left", len(got))
+	}
+	if b, _ := os.ReadFile(filepath.Join(kept, "model.safetensors")); string(b) != string(store) {
+		t.Fatal("packing twice changed the store")
+	}
+	bitEqual(t, runYoloFolder(t, shared, kept, ProviderNoCache), fromFiles, "kept vs .bin files")
 }
 
 // fileReader is the Go counterpart of the built-in nocache provider: it reads each weight file when

@@ -107,6 +107,7 @@ onnxstream_status_t onnxstream_convert_onnx(const char *onnx_path, const char *o
         if (o.keep_fp32_list) add_patterns(c.keep_fp32, o.keep_fp32_list);
         for (const char *const *p = o.input_shapes; p && *p; ++p)
             c.input_shapes.push_back(importer::parse_input_shape(*p));
+        for (const char *const *p = o.input_values; p && *p; ++p) c.input_values.emplace_back(*p);
 
         RangeMap ranges;
         if (o.quantize == 2) {

@@ -1,4 +1,5 @@
 #include "onnx/importer.h"
+#include "onnx/input_values.h"
 
 #include <cerrno>
 #include <climits>
@@ -122,6 +123,7 @@ Node node_from_proto(const onnx::NodeProto &p) {
     n.inputs.assign(p.input().begin(), p.input().end());
     n.outputs.assign(p.output().begin(), p.output().end());
     n.attrs.assign(p.attribute().begin(), p.attribute().end());
+    set_captures(n);
     return n;
 }
 
@@ -352,6 +354,7 @@ int simplify(IrGraph &g, ConstantEvaluator &evaluator, const FoldLimits &limits,
     for (int round = 1; round <= kMaxRounds; ++round) {
         infer_types(g);
         bool changed = fold_constants(g, evaluator, limits, spill);
+        changed |= inline_constant_ifs(g);
         changed |= eliminate_noops(g);
         changed |= fuse_batchnorm_into_conv(g);
         changed |= dedup_constants(g);
@@ -392,6 +395,7 @@ ConvertReport convert_onnx(const std::string &onnx_path, const std::string &out_
     ConvertReport report;
     report.source = onnx_path;
     IrGraph g = load_onnx(onnx_path, options.input_shapes);
+    pin_input_values(g, options.input_values);
     report.opset = g.opset;
     report.nodes_before = g.nodes.size();
     report.ops_before = count_ops(g);

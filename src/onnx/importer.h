@@ -23,6 +23,7 @@ struct ConvertOptions {
     bool quantize_u8 = false;           // --quantize w8a8: per-tensor uint8 weights (ranges come separately)
     std::vector<std::pair<std::string, Shape>> input_shapes; // fixed shapes for graph inputs
     bool safetensors = false;           // weights in one model.safetensors instead of .bin files
+    std::vector<std::string> input_values; // "NAME=v0,v1,...": inputs pinned to constants (input_values.h)
     FoldLimits fold;
 };
 

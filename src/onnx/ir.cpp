@@ -432,6 +432,7 @@ GraphIndex::GraphIndex(const IrGraph &g) {
         const Node &n = g.nodes[i];
         for (const auto &in : n.inputs)
             if (!in.empty()) consumers[in].push_back(static_cast<int>(i));
+        for (const auto &in : n.captures) consumers[in].push_back(static_cast<int>(i));
         for (const auto &out : n.outputs)
             if (!out.empty()) producer[out] = static_cast<int>(i);
     }
@@ -462,7 +463,9 @@ void topo_sort(IrGraph &g) {
     std::vector<std::vector<int>> readers(n);
     for (size_t i = 0; i < n; ++i) {
         std::unordered_set<int> deps;
-        for (const auto &in : g.nodes[i].inputs) {
+        std::vector<std::string> reads = g.nodes[i].inputs;
+        reads.insert(reads.end(), g.nodes[i].captures.begin(), g.nodes[i].captures.end());
+        for (const auto &in : reads) {
             if (in.empty() || available.count(in) || g.is_constant(in)) continue;
             auto it = producer.find(in);
             if (it == producer.end())
@@ -529,11 +532,70 @@ void topo_sort(IrGraph &g) {
 }
 
 void replace_uses(IrGraph &g, const std::string &from, const std::string &to) {
-    for (Node &n : g.nodes)
+    for (Node &n : g.nodes) {
         for (auto &in : n.inputs)
             if (in == from) in = to;
+        if (std::find(n.captures.begin(), n.captures.end(), from) == n.captures.end()) continue;
+        const std::unordered_map<std::string, std::string> rename{{from, to}};
+        for (auto &a : n.attrs) {
+            if (a.type() == onnx::AttributeProto::GRAPH) rename_captured(*a.mutable_g(), rename);
+            for (auto &sub : *a.mutable_graphs()) rename_captured(sub, rename);
+        }
+        set_captures(n);
+    }
     for (auto &out : g.outputs)
         if (out == from) out = to;
+}
+
+namespace {
+
+// Names read in `graph` (and the subgraphs inside it) that it does not define; `defined` holds what the
+// enclosing subgraphs define.
+void collect_captures(const onnx::GraphProto &graph, std::unordered_set<std::string> defined,
+                      std::vector<std::string> &out, std::unordered_set<std::string> &seen) {
+    for (const auto &vi : graph.input()) defined.insert(vi.name());
+    for (const auto &t : graph.initializer()) defined.insert(t.name());
+    for (const auto &n : graph.node())
+        for (const auto &o : n.output()) defined.insert(o);
+    auto read = [&](const std::string &name) {
+        if (!name.empty() && !defined.count(name) && seen.insert(name).second) out.push_back(name);
+    };
+    for (const auto &n : graph.node()) {
+        for (const auto &i : n.input()) read(i);
+        for (const auto &a : n.attribute()) {
+            if (a.type() == onnx::AttributeProto::GRAPH) collect_captures(a.g(), defined, out, seen);
+            for (const auto &sub : a.graphs()) collect_captures(sub, defined, out, seen);
+        }
+    }
+    for (const auto &vi : graph.output()) read(vi.name());
+}
+
+} // namespace
+
+void set_captures(Node &n) {
+    n.captures.clear();
+    std::unordered_set<std::string> seen;
+    for (const auto &a : n.attrs) {
+        if (a.type() == onnx::AttributeProto::GRAPH) collect_captures(a.g(), {}, n.captures, seen);
+        for (const auto &sub : a.graphs()) collect_captures(sub, {}, n.captures, seen);
+    }
+}
+
+void rename_captured(onnx::GraphProto &graph, const std::unordered_map<std::string, std::string> &rename) {
+    // Valid ONNX never reuses an outer name inside a subgraph, so every read of a renamed name is a read of
+    // the outer value.
+    auto map = [&](std::string *name) {
+        auto it = rename.find(*name);
+        if (it != rename.end()) *name = it->second;
+    };
+    for (auto &n : *graph.mutable_node()) {
+        for (auto &i : *n.mutable_input()) map(&i);
+        for (auto &a : *n.mutable_attribute()) {
+            if (a.type() == onnx::AttributeProto::GRAPH) rename_captured(*a.mutable_g(), rename);
+            for (auto &sub : *a.mutable_graphs()) rename_captured(sub, rename);
+        }
+    }
+    for (auto &vi : *graph.mutable_output()) map(vi.mutable_name());
 }
 
 void drop_nodes(IrGraph &g, const std::vector<bool> &removed) {

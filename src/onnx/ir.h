@@ -119,6 +119,9 @@ struct Node {
     std::vector<std::string> inputs;  // "" marks an omitted optional input
     std::vector<std::string> outputs; // "" marks an unused optional output
     std::vector<onnx::AttributeProto> attrs;
+    // Outer values read inside the node's subgraph attributes (If branches, Loop/Scan bodies): inputs in
+    // all but name, so ordering, liveness and renaming see them. Kept current by set_captures().
+    std::vector<std::string> captures;
 
     const onnx::AttributeProto *attr(const std::string &key) const;
     int64_t attr_int(const std::string &key, int64_t fallback) const;
@@ -166,8 +169,13 @@ struct GraphIndex {
 // nodes on them).
 void topo_sort(IrGraph &g);
 
-// Point every read of `from` (node inputs and graph outputs) at `to`.
+// Point every read of `from` (node inputs, reads inside subgraphs, and graph outputs) at `to`.
 void replace_uses(IrGraph &g, const std::string &from, const std::string &to);
+
+// Recompute n.captures from its subgraph attributes.
+void set_captures(Node &n);
+// Rename the reads of outer values inside a subgraph (recursively): `rename` maps old names to new.
+void rename_captured(onnx::GraphProto &graph, const std::unordered_map<std::string, std::string> &rename);
 
 // Remove the nodes whose flag is set (one flag per node, in g.nodes order), keeping the others' order.
 void drop_nodes(IrGraph &g, const std::vector<bool> &removed);

@@ -89,13 +89,30 @@ async function main() {
         const eq = s.indexOf('=');
         fixed[s.slice(0, eq)] = s.slice(eq + 1).split(',').map(Number);
     }
+    // Inputs the converter pinned (--input-value): NAME=v0,v1,...;NAME2=...
+    const pinned = {};
+    for (const s of (process.env.ONNXSTREAM_CHECK_VALUES || '').split(';').filter(Boolean)) {
+        const eq = s.indexOf('=');
+        pinned[s.slice(0, eq)] = s.slice(eq + 1).split(',').map(Number);
+    }
     const session = await ort.InferenceSession.create(modelPath, {intraOpNumThreads: 1});
     const feeds = {}, listing = [];
     session.inputNames.forEach((name, k) => {
         const file = path.join(work, `input_${k}.npy`);
         const given = process.env.ONNXSTREAM_CHECK_INPUTS ? path.join(process.env.ONNXSTREAM_CHECK_INPUTS, `${name}.npy`) : '';
         let t;
-        if (given && fs.existsSync(given)) {
+        if (pinned[name]) {
+            const meta = session.inputMetadata[k];
+            const type = meta.type === 'float' ? 'float32' : meta.type;
+            if (!DTYPES[type]) throw new Error(`input ${name}: dtype ${meta.type} is not supported by --check`);
+            const dims = fixed[name] || meta.shape.map(d => (typeof d === 'number' && d > 0 ? d : 1));
+            const data = makeInput(type, dims);
+            pinned[name].forEach((v, i) => {
+                data[i] = type === 'float16' ? halfBits(v) : typeof data[i] === 'bigint' ? BigInt(v) : v;
+            });
+            t = {type, dims, data};
+            writeNpy(file, type, dims, t.data);
+        } else if (given && fs.existsSync(given)) {
             t = readNpy(given);
             fs.copyFileSync(given, file);
         } else {

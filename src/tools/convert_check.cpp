@@ -1,5 +1,6 @@
 #include "tools/convert_check.h"
 
+#include <algorithm>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -107,6 +108,9 @@ bool check_conversion(const CheckOptions &o) {
                       shell_quote(work);
     for (const std::string &s : o.input_shapes) cmd += " " + shell_quote(s);
     if (!o.inputs_dir.empty()) cmd = "ONNXSTREAM_CHECK_INPUTS=" + shell_quote(o.inputs_dir) + " " + cmd;
+    std::string pinned;
+    for (const std::string &v : o.input_values) pinned += (pinned.empty() ? "" : ";") + v;
+    if (!pinned.empty()) cmd = "ONNXSTREAM_CHECK_VALUES=" + shell_quote(pinned) + " " + cmd;
     const int status = std::system(cmd.c_str());
     if (status == -1 || !WIFEXITED(status))
         throw std::runtime_error("--check: could not start " + o.node);
@@ -127,6 +131,14 @@ bool check_conversion(const CheckOptions &o) {
     }
     if (outputs.empty()) throw std::runtime_error("--check: ONNX Runtime wrote no outputs");
 
+    // Pinned inputs are constants of the converted model: only ONNX Runtime takes them.
+    inputs.erase(std::remove_if(inputs.begin(), inputs.end(),
+                                [&](const Listed &in) {
+                                    for (const std::string &v : o.input_values)
+                                        if (v.compare(0, in.name.size() + 1, in.name + "=") == 0) return true;
+                                    return false;
+                                }),
+                 inputs.end());
     onnxstream_model_t *model = run_folder(o.folder, inputs);
     bool ok = true;
     std::printf("%-40s %-16s %12s %12s  %s\n", "output", "shape", "rel L2", "max abs", "vs ONNX Runtime");

@@ -10,6 +10,7 @@ namespace onnxstream::tools {
 struct CheckOptions {
     std::string model_onnx, folder;
     std::vector<std::string> input_shapes; // NAME=d0,d1,... as given to the converter
+    std::vector<std::string> input_values; // NAME=v0,v1,...: inputs the converter pinned (ONNX Runtime gets them)
     std::string inputs_dir;                // the user's inputs (NAME.npy), or "" for generated ones
     std::string node = "node";             // the node executable
     double tolerance = 1e-4;               // largest relative L2 error accepted per float output

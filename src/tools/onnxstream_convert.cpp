@@ -24,6 +24,8 @@ const char *kUsage =
     "                         range_data.txt calibrated on --calibration-inputs, so those ops compute in uint8\n"
     "  --calibration-inputs DIR  calibration runs for w8a8: DIR/<run>/<input name>.npy (float32)\n"
     "  --input-shape N=d,...  fix the shape of input N where the model leaves dimensions symbolic (repeatable)\n"
+    "  --input-value N=v,...  pin input N to these values: it becomes a constant, and an If that depends on it\n"
+    "                         keeps only the branch taken (repeatable; as many values as its shape holds)\n"
     "  --report               print op-type counts before/after simplification, weight bytes, largest weight\n"
     "  --check                after converting, run the folder and ONNX Runtime (Node.js with the npm package\n"
     "                         onnxruntime-node, found through NODE_PATH) on the same inputs and print each\n"
@@ -52,7 +54,7 @@ struct Args {
     std::string model, out_dir;
     bool fp16 = false, report = false;
     int quantize = 0;
-    std::vector<std::string> keep_fp32, input_shapes;
+    std::vector<std::string> keep_fp32, input_shapes, input_values;
     std::string calibration_inputs;
     bool check = false, check_only = false;
     bool safetensors = false;
@@ -94,6 +96,10 @@ Args parse_args(int argc, char **argv) {
             a.input_shapes.push_back(value());
         } else if (arg.rfind("--input-shape=", 0) == 0) {
             a.input_shapes.push_back(arg.substr(14));
+        } else if (arg == "--input-value") {
+            a.input_values.push_back(value());
+        } else if (arg.rfind("--input-value=", 0) == 0) {
+            a.input_values.push_back(arg.substr(14));
         } else if (arg == "--check") {
             a.check = true;
         } else if (arg == "--check-only") {
@@ -160,6 +166,7 @@ int check(const Args &args) {
     o.model_onnx = args.model;
     o.folder = args.out_dir;
     o.input_shapes = args.input_shapes;
+    o.input_values = args.input_values;
     o.inputs_dir = args.check_inputs;
     o.node = args.node;
     o.tolerance = args.check_tolerance >= 0 ? args.check_tolerance : (args.fp16 || args.quantize) ? 1e-2 : 1e-4;
@@ -187,6 +194,9 @@ int main(int argc, char **argv) {
     keep.push_back(nullptr);
     for (const auto &s : args.input_shapes) shapes.push_back(s.c_str());
     shapes.push_back(nullptr);
+    std::vector<const char *> values;
+    for (const auto &v : args.input_values) values.push_back(v.c_str());
+    values.push_back(nullptr);
 
     ReportSink sink;
     sink.print_report = args.report;
@@ -198,6 +208,7 @@ int main(int argc, char **argv) {
     options.calibration_inputs = args.calibration_inputs.empty() ? nullptr : args.calibration_inputs.c_str();
     options.keep_fp32 = keep.data();
     options.input_shapes = shapes.data();
+    options.input_values = values.data();
     options.report_fn = on_report;
     options.report_user_data = &sink;
     onnxstream_status_t status = onnxstream_convert_onnx(args.model.c_str(), args.out_dir.c_str(), &options);

@@ -22,18 +22,19 @@ from ._library import LibraryError
 from .callbacks import Progress
 from .convert import convert, has_convert
 from .enums import (NO_CHUNKING, Arithmetic, Attention, DType, Flag, LogLevel, MemoryMode, ProfileFormat, Provider,
-                    Quantize)
+                    Quantize, WeightsFormat)
 from .errors import Error, Status
 from .model import Model
 from .options import ModelOptions
+from .pack import pack_weights
 from .profile import OpProfile, Roofline, measure_roofline
 from .stats import MemoryStats, RunStats
 from .tensors import TensorInfo
 from .weights import WeightRequest
 
-# The version of this package; it targets the C API of libonnxstream 0.6 and accepts later 0.x
+# The version of this package; it targets the C API of libonnxstream 0.7 and accepts later 0.x
 # libraries (fields and statuses are only ever appended). pyproject.toml reads it from here.
-__version__ = "0.6.0"
+__version__ = "0.7.0"
 
 
 def library_version() -> str:
@@ -54,6 +55,7 @@ def kernel_library() -> str:
 __all__ = [
     "Arithmetic", "Attention", "DType", "Error", "Flag", "LibraryError", "LogLevel", "MemoryMode",
     "MemoryStats", "Model", "ModelOptions", "NO_CHUNKING", "OpProfile", "ProfileFormat", "Progress", "Provider",
-    "Quantize", "Roofline", "RunStats", "Status", "TensorInfo", "WeightRequest", "__version__", "convert",
-    "has_convert", "kernel_library", "library_path", "library_version", "measure_roofline",
+    "Quantize", "Roofline", "RunStats", "Status", "TensorInfo", "WeightRequest", "WeightsFormat", "__version__",
+    "convert", "has_convert", "kernel_library", "library_path", "library_version", "measure_roofline",
+    "pack_weights",
 ]

@@ -26,7 +26,7 @@ from ctypes import (
 from ._library import LibraryError, open_library
 
 # The header this file mirrors: ONNXSTREAM_VERSION of include/onnxstream.h.
-HEADER_VERSION = 600
+HEADER_VERSION = 700
 
 # C enums are int-sized (the library's own c_enum() static_asserts it).
 c_status = c_int
@@ -183,6 +183,9 @@ class ConvertOptions(Structure):
         ("quantize", c_int32),
         # Since 0.3:
         ("calibration_inputs", c_char_p),
+        # Since 0.7:
+        ("weights_format", c_int32),
+        ("input_values", POINTER(c_char_p)),
     ]
 
 
@@ -236,6 +239,7 @@ _PROTOTYPES = {
     "onnxstream_measure_roofline": (c_status, [c_int32, POINTER(Roofline)]),
     "onnxstream_convert_options_init": (None, [c_void_p]),
     "onnxstream_convert_onnx": (c_status, [c_char_p, c_char_p, POINTER(ConvertOptions)]),
+    "onnxstream_pack_weights": (c_status, [c_char_p, c_int32]),
 }
 
 # A library built with -Donnx_import=disabled has no converter; onnxstream.convert reports that.
@@ -247,21 +251,32 @@ class _API:
 
     def __init__(self, cdll: ctypes.CDLL, path: str):
         self.path = path
+        missing = []
         for name, (restype, argtypes) in _PROTOTYPES.items():
             try:
                 fn = getattr(cdll, name)
             except AttributeError:
-                if name in _OPTIONAL:
-                    setattr(self, name[len("onnxstream_"):], None)
-                    continue
-                raise LibraryError(f"{path} has no symbol {name}: it is not a libonnxstream this binding can use")
+                if name not in _OPTIONAL:
+                    missing.append(name)
+                setattr(self, name[len("onnxstream_"):], None)
+                continue
             fn.restype, fn.argtypes = restype, argtypes
             setattr(self, name[len("onnxstream_"):], fn)
+
+        def no_symbol(name):
+            return LibraryError(f"{path} has no symbol {name}: it is not a libonnxstream this binding can use")
+
+        for name in ("onnxstream_version", "onnxstream_version_string"):
+            if name in missing:
+                raise no_symbol(name)
+        # An older library lacks the newer functions: say which version it is rather than which symbol.
         self.version = int(self.version())
         if self.version // 10000 != HEADER_VERSION // 10000 or self.version < HEADER_VERSION:
             raise LibraryError(
                 f"{path} is libonnxstream {self.version_string().decode()}, but this binding needs "
                 f"{HEADER_VERSION // 10000}.{HEADER_VERSION // 100 % 100}.x or a later minor version")
+        if missing:
+            raise no_symbol(missing[0])
         self.model_defaults = _defaults(self.model_options_init, ModelOptions, path)
         self.convert_defaults = (
             _defaults(self.convert_options_init, ConvertOptions, path) if self.convert_options_init else None)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ctypes
+import numbers
 from collections.abc import Mapping
 from typing import Callable, Iterable, Optional, Union
 
 from . import _capi, _registry, callbacks
-from .enums import Quantize
+from .enums import Quantize, WeightsFormat
 from .errors import Error, Status, decode, invalid_argument
 from .options import PathLike, c_enum, c_path, c_string
 
@@ -39,13 +40,29 @@ def _shape_strings(input_shapes) -> list:
     return result
 
 
+def _value_strings(input_values) -> list:
+    """{"sr": [16000]} or ["sr=16000"] -> ["sr=16000"]; floats keep every digit (repr)."""
+    if not isinstance(input_values, Mapping):
+        return list(input_values)
+    result = []
+    for name, values in input_values.items():
+        try:
+            text = ",".join(str(int(v)) if isinstance(v, numbers.Integral) else repr(float(v)) for v in values)
+        except (TypeError, ValueError):
+            raise invalid_argument(f"input_values[{name!r}] must be a sequence of numbers, not {values!r}") from None
+        result.append(f"{name}={text}")
+    return result
+
+
 def convert(onnx_path: PathLike, out_dir: PathLike, *, fp16: bool = False,
             keep_fp32: Optional[Iterable[str]] = None, keep_fp32_list: Optional[str] = None,
             input_shapes: Union[Mapping, Iterable[str], None] = None,
             quantize: Union[Quantize, int, str] = Quantize.NONE,
             calibration_inputs: Optional[PathLike] = None,
-            report: Optional[Callable[[object, str], None]] = None) -> PathLike:
-    """Convert an ONNX model into an OnnxStream model folder (model.txt plus one .bin per weight).
+            report: Optional[Callable[[object, str], None]] = None,
+            weights: Union[WeightsFormat, int, str] = WeightsFormat.FILES,
+            input_values: Union[Mapping, Iterable[str], None] = None) -> PathLike:
+    """Convert an ONNX model into an OnnxStream model folder (model.txt plus its weights).
 
     Mirrors onnxstream_convert_options_t:
 
@@ -59,6 +76,11 @@ def convert(onnx_path: PathLike, out_dir: PathLike, *, fp16: bool = False,
       NAME.npy per graph input.
     - ``report(level, message)``: the conversion report (INFO) and each warning (WARNING), called on
       this thread; its exceptions go to ``sys.unraisablehook``.
+    - ``weights``: ``WeightsFormat.FILES`` (``"files"``, one .bin file per weight) or ``SAFETENSORS``
+      (``"safetensors"``, one model.safetensors file holding them all).
+    - ``input_values``: inputs pinned to values at conversion, as a mapping (``{"sr": [16000]}``) or
+      as ``"NAME=v0,v1,..."`` strings; each becomes a constant, and an If that depends on it keeps only
+      the branch taken.
 
     ``out_dir`` must not exist (or be empty); a failed conversion leaves nothing behind. Returns
     ``out_dir``. Raises :class:`Error` (UNSUPPORTED when the library has no ONNX importer).
@@ -83,6 +105,10 @@ def convert(onnx_path: PathLike, out_dir: PathLike, *, fp16: bool = False,
     o.quantize = c_enum("quantize", Quantize, quantize)
     if calibration_inputs is not None:
         o.calibration_inputs = c_path("calibration_inputs", calibration_inputs)
+    o.weights_format = c_enum("weights", WeightsFormat, weights)
+    if input_values is not None:
+        keep.append(_string_array("input_values", _value_strings(input_values)))
+        o.input_values = ctypes.cast(keep[-1], ctypes.POINTER(ctypes.c_char_p))
     key = None
     if report is not None:
         key = _registry.register(callbacks.LogState(report))

@@ -104,5 +104,12 @@ class Quantize(enum.IntEnum):
     W8A8 = 2  #: uint8 weights and activations (static W8A8); needs calibration_inputs
 
 
+class WeightsFormat(enum.IntEnum):
+    """The ``weights`` option of :func:`onnxstream.convert` (ONNXSTREAM_WEIGHTS_*)."""
+
+    FILES = 0  #: one .bin file per weight (default)
+    SAFETENSORS = 1  #: one model.safetensors file holding every weight
+
+
 #: ``weight_chunk_bytes`` value that never splits weights into chunks (UINT64_MAX in C).
 NO_CHUNKING = (1 << 64) - 1

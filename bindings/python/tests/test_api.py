@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 import onnxstream
 from onnxstream import Error, Status
-from conftest import TINY_MODEL, TINY_X, tiny_expected
+from conftest import TINY_MODEL, TINY_X, tiny_expected, tiny_weights
 
 
 def open_tiny(tiny_dir, **kwargs) -> onnxstream.Model:
@@ -15,9 +17,9 @@ def open_tiny(tiny_dir, **kwargs) -> onnxstream.Model:
 
 
 def test_version_and_library():
-    assert onnxstream.__version__ == "0.6.0"
+    assert onnxstream.__version__ == "0.7.0"
     major, minor, _ = (int(p) for p in onnxstream.library_version().split("."))
-    assert (major, minor) >= (0, 6)
+    assert (major, minor) >= (0, 7)
     assert "XNNPACK" in onnxstream.kernel_library()
 
 
@@ -135,6 +137,9 @@ def test_none_arguments_never_reach_c_as_null(tiny_dir):
     with pytest.raises(Error) as e:
         onnxstream.convert(None, tiny_dir / "out")
     assert e.value.status in (Status.INVALID_ARGUMENT, Status.UNSUPPORTED)
+    with pytest.raises(Error) as e:
+        onnxstream.pack_weights(None)
+    assert e.value.status == Status.INVALID_ARGUMENT
 
 
 def test_run_before_load_and_missing_input(tiny_dir):
@@ -245,3 +250,89 @@ def test_error_formatting():
     import pickle
     again = pickle.loads(pickle.dumps(e))
     assert again.status == Status.IO and again.message == e.message
+
+
+def bin_files(folder) -> list:
+    return sorted(p.name for p in folder.iterdir() if p.suffix == ".bin")
+
+
+def run_tiny(folder, **kwargs) -> np.ndarray:
+    with onnxstream.Model(folder, threads=1, **kwargs) as model:
+        return model.run({"x": TINY_X})["y"]
+
+
+def test_pack_weights_into_model_safetensors(tiny_dir, tmp_path):
+    store = tiny_dir / "model.safetensors"
+    assert onnxstream.pack_weights(tiny_dir, remove_files=True) is None
+    assert store.is_file() and bin_files(tiny_dir) == []
+    assert (tiny_dir / "model.txt").read_text() == TINY_MODEL
+    # 8-byte header length, the JSON header naming both tensors as F32, then their 32 bytes of data.
+    data = store.read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    assert {k: (v["dtype"], v["shape"]) for k, v in header.items() if k != "__metadata__"} == {
+        "w": ("F32", [4]), "v": ("F32", [4])}
+    assert len(data) == 8 + n + 32
+    for provider in onnxstream.Provider:
+        np.testing.assert_array_equal(run_tiny(tiny_dir, provider=provider), tiny_expected(TINY_X))
+
+    # A folder that already has its store is refused with the library's message, and left as it was.
+    with pytest.raises(Error) as e:
+        onnxstream.pack_weights(tiny_dir, remove_files=True)
+    assert e.value.status == Status.INVALID_ARGUMENT
+    assert str(tiny_dir) in e.value.message and "model.safetensors" in e.value.message
+    assert store.read_bytes() == data
+
+    # Without remove_files (the default) the .bin files stay next to the store.
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "model.txt").write_text(TINY_MODEL)
+    for name, content in tiny_weights().items():
+        (kept / name).write_bytes(content)
+    onnxstream.pack_weights(str(kept).encode())
+    assert (kept / "model.safetensors").read_bytes() == data
+    assert bin_files(kept) == ["v.bin", "w.bin"]
+    np.testing.assert_array_equal(run_tiny(kept), tiny_expected(TINY_X))
+    with pytest.raises(Error) as e:
+        onnxstream.pack_weights(kept)
+    assert e.value.status == Status.INVALID_ARGUMENT
+
+
+def test_pack_weights_errors(tmp_path):
+    with pytest.raises(Error) as e:
+        onnxstream.pack_weights(tmp_path / "missing", remove_files=True)
+    assert e.value.status == Status.IO and "missing" in e.value.message
+    (tmp_path / "model.txt").write_text("this is not model.txt\n")
+    with pytest.raises(Error) as e:
+        onnxstream.pack_weights(tmp_path, remove_files=True)
+    assert e.value.status == Status.INVALID_MODEL
+    # A weight file is missing: nothing is written.
+    (tmp_path / "model.txt").write_text(TINY_MODEL)
+    (tmp_path / "w.bin").write_bytes(tiny_weights()["w.bin"])
+    with pytest.raises(Error) as e:
+        onnxstream.pack_weights(tmp_path, remove_files=True)
+    assert e.value.status == Status.IO and "v.bin" in e.value.message
+    assert not (tmp_path / "model.safetensors").exists() and bin_files(tmp_path) == ["w.bin"]
+    for bad, fragment in (("a\0b", "NUL"), (42, "must be a path")):
+        with pytest.raises(Error) as e:
+            onnxstream.pack_weights(bad)
+        assert e.value.status == Status.INVALID_ARGUMENT and fragment in e.value.message
+
+
+class _OldLibrary:
+    """A stand-in for a libonnxstream 0.6: its functions, without onnxstream_pack_weights."""
+
+    def __init__(self):
+        def fn(result):
+            return lambda *args: result
+        for name in onnxstream._capi._PROTOTYPES:
+            if name != "onnxstream_pack_weights":
+                setattr(self, name, fn(0))
+        self.onnxstream_version = fn(600)
+        self.onnxstream_version_string = fn(b"0.6.0")
+
+
+def test_an_older_library_is_refused_by_version():
+    with pytest.raises(onnxstream.LibraryError) as e:
+        onnxstream._capi._API(_OldLibrary(), "libold.so")
+    assert "libonnxstream 0.6.0" in str(e.value) and "0.7.x" in str(e.value)

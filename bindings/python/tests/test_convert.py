@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import onnxstream
@@ -24,6 +25,24 @@ def test_convert_yolov8n_and_run(yolo, tmp_path):
 
 
 @needs_convert
+def test_convert_to_model_safetensors(yolo, tmp_path):
+    files = onnxstream.convert(yolo.onnx_path, tmp_path / "files", weights="files")
+    store = onnxstream.convert(yolo.onnx_path, tmp_path / "store", weights=onnxstream.WeightsFormat.SAFETENSORS)
+    assert (store / "model.safetensors").is_file() and not (files / "model.safetensors").exists()
+    assert not list(store.glob("*.bin")) and len(list(files.glob("*.bin"))) > 100
+    assert (store / "model.txt").read_text() == (files / "model.txt").read_text()
+    outputs = {}
+    for folder in (files, store):
+        with onnxstream.Model(folder, threads=2) as model:
+            outputs[folder] = model.run({"images": yolo.input})["output0"]
+    yolo.check({"output0": outputs[files]})
+    assert np.array_equal(outputs[store].view(np.uint32), outputs[files].view(np.uint32))
+    # Packing the .bin folder afterwards writes the same store.
+    onnxstream.pack_weights(files, remove_files=True)
+    assert (files / "model.safetensors").read_bytes() == (store / "model.safetensors").read_bytes()
+
+
+@needs_convert
 def test_convert_errors(yolo, tmp_path):
     with pytest.raises(Error) as e:
         onnxstream.convert(tmp_path / "missing.onnx", tmp_path / "out")
@@ -43,7 +62,8 @@ def test_convert_errors(yolo, tmp_path):
     assert e.value.status == Status.INVALID_MODEL
 
     for kwargs in (dict(quantize=7), dict(quantize="w4"), dict(keep_fp32="*norm*"),
-                   dict(calibration_inputs=tmp_path)):  # calibration_inputs only with W8A8
+                   dict(calibration_inputs=tmp_path),  # calibration_inputs only with W8A8
+                   dict(weights=7), dict(weights="zip"), dict(weights=True)):
         with pytest.raises(Error) as e:
             onnxstream.convert(yolo.onnx_path, tmp_path / "out3", **kwargs)
         assert e.value.status == Status.INVALID_ARGUMENT, kwargs

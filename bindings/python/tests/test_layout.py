@@ -43,6 +43,7 @@ ENUMS = {
     onnxstream.LogLevel: "ONNXSTREAM_LOG_",
     onnxstream.Flag: "ONNXSTREAM_FLAG_",
     onnxstream.ProfileFormat: "ONNXSTREAM_PROFILE_",
+    onnxstream.WeightsFormat: "ONNXSTREAM_WEIGHTS_",
 }
 
 

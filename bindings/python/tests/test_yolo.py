@@ -1,12 +1,14 @@
 """YOLOv8n end to end against ONNX Runtime's reference output (rel L2 <= 1e-4).
 
 ONNXSTREAM_RUN, when set to the onnxstream-run CLI, adds a bit-exact comparison of the Python
-provider's result with the C tool's (meson sets it for native builds with tools).
+provider's result with the C tool's (meson sets it for native builds with tools). The weights packed
+into one model.safetensors give the result of the .bin files, bit for bit.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -155,3 +157,62 @@ def test_bad_input_shape_and_dtype(yolo):
         view = wide[..., ::2]
         assert not view.flags.c_contiguous
         yolo.check(model.run({"images": view}))
+
+
+def copy_model(src: Path, dst: Path) -> Path:
+    """Copy the files of a model folder (not their read-only modes) into dst."""
+    dst.mkdir()
+    for f in src.iterdir():
+        if f.is_file():
+            shutil.copyfile(f, dst / f.name)
+    return dst
+
+
+def bin_files(folder: Path) -> list:
+    return sorted(p.name for p in folder.iterdir() if p.suffix == ".bin")
+
+
+def run_folder(yolo, folder: Path, provider) -> np.ndarray:
+    with onnxstream.Model(folder, threads=THREADS, provider=provider) as model:
+        return model.run({"images": yolo.input})["output0"]
+
+
+def assert_bit_equal(a: np.ndarray, b: np.ndarray, what: str):
+    assert a.shape == b.shape and a.dtype == b.dtype == np.float32, what
+    differ = int(np.count_nonzero(a.view(np.uint32) != b.view(np.uint32)))
+    assert differ == 0, f"{what}: {differ} of {a.size} values differ"
+
+
+def test_packed_weights_give_the_same_output(yolo, provider_output, tmp_path):
+    files = bin_files(yolo.model_dir)
+    assert len(files) > 100
+
+    # The loose .bin files: the reference's output, and the Python provider's bit for bit.
+    bins = copy_model(yolo.model_dir, tmp_path / "bins")
+    from_files = run_folder(yolo, bins, "nocache")
+    yolo.check({"output0": from_files})
+    assert_bit_equal(from_files, provider_output, ".bin files vs Python provider")
+
+    # Packed, the .bin files removed: the same output with every way of reading the store.
+    packed = copy_model(yolo.model_dir, tmp_path / "packed")
+    onnxstream.pack_weights(packed, remove_files=True)
+    store = packed / "model.safetensors"
+    assert store.is_file() and (packed / "model.txt").is_file()
+    assert bin_files(packed) == []
+    assert store.stat().st_size > sum((yolo.model_dir / f).stat().st_size for f in files)
+    for provider in ("nocache", "mmap", "ram"):
+        assert_bit_equal(run_folder(yolo, packed, provider), from_files,
+                         f"model.safetensors ({provider}) vs .bin files")
+
+    # Packed, the .bin files kept; packing it again is refused with the library's message.
+    kept = copy_model(yolo.model_dir, tmp_path / "kept")
+    onnxstream.pack_weights(kept)
+    assert bin_files(kept) == files
+    data = (kept / "model.safetensors").read_bytes()
+    assert data == store.read_bytes()
+    with pytest.raises(Error) as e:
+        onnxstream.pack_weights(kept, remove_files=True)
+    assert e.value.status == Status.INVALID_ARGUMENT
+    assert str(kept) in e.value.message and "model.safetensors" in e.value.message
+    assert bin_files(kept) == files and (kept / "model.safetensors").read_bytes() == data
+    assert_bit_equal(run_folder(yolo, kept, "nocache"), from_files, "kept vs .bin files")

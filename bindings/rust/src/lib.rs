@@ -26,6 +26,7 @@
 mod error;
 mod model;
 mod options;
+mod pack;
 mod profile;
 mod sys;
 mod tensor;
@@ -34,6 +35,7 @@ mod weights;
 pub use error::{Error, Result, Status};
 pub use model::{LogLevel, MemoryStats, Model, Progress, RunStats};
 pub use options::{Attention, BuiltinProvider, MemoryMode, ModelOptions};
+pub use pack::pack_weights;
 pub use profile::{measure_roofline, OpProfile, ProfileFormat, Roofline};
 pub use tensor::{f16_to_f32, DType, Element, InputInfo, TensorView};
 pub use weights::{provider_fn, BoxError, Lease, WeightRequest, WeightsLender, WeightsProvider};

@@ -141,7 +141,7 @@ fn cstring(what: &str, s: &str) -> Result<CString> {
     })
 }
 
-fn path_cstring(path: &Path) -> Result<CString> {
+pub(crate) fn path_cstring(path: &Path) -> Result<CString> {
     #[cfg(unix)]
     let bytes: Vec<u8> = {
         use std::os::unix::ffi::OsStrExt;

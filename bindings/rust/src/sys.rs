@@ -10,7 +10,7 @@ pub type onnxstream_dtype_t = c_int;
 pub type onnxstream_log_level_t = c_int;
 pub type onnxstream_profile_format_t = c_int;
 
-pub const ONNXSTREAM_VERSION: u32 = 600;
+pub const ONNXSTREAM_VERSION: u32 = 700;
 
 pub const ONNXSTREAM_OK: onnxstream_status_t = 0;
 pub const ONNXSTREAM_ERR_INVALID_ARGUMENT: onnxstream_status_t = 1;
@@ -292,6 +292,8 @@ extern "C" {
         length: *mut usize,
     ) -> onnxstream_status_t;
     pub fn onnxstream_measure_roofline(threads: i32, out: *mut onnxstream_roofline_t) -> onnxstream_status_t;
+
+    pub fn onnxstream_pack_weights(folder: *const c_char, remove_files: i32) -> onnxstream_status_t;
 }
 
 #[cfg(test)]

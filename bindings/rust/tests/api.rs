@@ -26,8 +26,8 @@ fn y(model: &Model) -> Vec<f32> {
 
 #[test]
 fn version_matches() {
-    assert_eq!(onnxstream::version(), (0, 6, 0));
-    assert_eq!(onnxstream::version_string(), "0.6.0");
+    assert_eq!(onnxstream::version(), (0, 7, 0));
+    assert_eq!(onnxstream::version_string(), "0.7.0");
 }
 
 #[test]
@@ -416,4 +416,88 @@ fn max_bytes_budget_gives_out_of_memory_and_a_bigger_one_runs() {
     roomy.push("x", &[1, 4], &X).unwrap();
     roomy.run().unwrap();
     assert_eq!(y(&roomy), Y.to_vec());
+}
+
+fn write_tiny_folder(dir: &Path) {
+    std::fs::write(dir.join("model.txt"), TINY_MODEL).unwrap();
+    for (name, bytes) in tiny_weights() {
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
+}
+
+#[test]
+fn pack_weights_into_model_safetensors() {
+    let tmp = TempDir::new("pack");
+    let dir = tmp.path().join("packed");
+    std::fs::create_dir(&dir).unwrap();
+    write_tiny_folder(&dir);
+    onnxstream::pack_weights(&dir, true).unwrap();
+    let store = dir.join("model.safetensors");
+    assert!(store.is_file());
+    assert!(bin_files(&dir).is_empty(), "left behind: {:?}", bin_files(&dir));
+    assert_eq!(std::fs::read_to_string(dir.join("model.txt")).unwrap(), TINY_MODEL);
+    // 8-byte header length, the JSON header naming both tensors, then their 32 bytes of data.
+    let bytes = std::fs::read(&store).unwrap();
+    let mut n = [0u8; 8];
+    n.copy_from_slice(&bytes[..8]);
+    let header_len = u64::from_le_bytes(n) as usize;
+    let header = std::str::from_utf8(&bytes[8..8 + header_len]).unwrap();
+    assert!(header.contains("\"w\"") && header.contains("\"v\"") && header.contains("F32"), "{}", header);
+    assert_eq!(bytes.len(), 8 + header_len + 32);
+    for provider in
+        [BuiltinProvider::NoCache, BuiltinProvider::Prefetch, BuiltinProvider::Mmap, BuiltinProvider::Ram]
+    {
+        let mut model = Model::new(&ModelOptions::new().threads(1).provider(provider)).unwrap();
+        model.load(&dir).unwrap();
+        model.push("x", &[1, 4], &X).unwrap();
+        model.run().unwrap();
+        assert_eq!(y(&model), Y.to_vec(), "{:?}", provider);
+    }
+
+    // A folder that already has its store is refused with the library's message, and left as it was.
+    let e = onnxstream::pack_weights(&dir, true).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert!(
+        e.message().contains(dir.to_str().unwrap()) && e.message().contains("model.safetensors"),
+        "{}",
+        e.message()
+    );
+    assert_eq!(std::fs::read(&store).unwrap(), bytes);
+
+    // Without remove_files the .bin files stay next to the store.
+    let kept = tmp.path().join("kept");
+    std::fs::create_dir(&kept).unwrap();
+    write_tiny_folder(&kept);
+    onnxstream::pack_weights(&kept, false).unwrap();
+    assert_eq!(std::fs::read(kept.join("model.safetensors")).unwrap(), bytes);
+    assert_eq!(bin_files(&kept), vec!["v.bin".to_string(), "w.bin".to_string()]);
+    let mut model = Model::open(&kept).unwrap();
+    model.push("x", &[1, 4], &X).unwrap();
+    model.run().unwrap();
+    assert_eq!(y(&model), Y.to_vec());
+    assert_eq!(onnxstream::pack_weights(&kept, false).unwrap_err().status(), Status::InvalidArgument);
+}
+
+#[test]
+fn pack_weights_errors() {
+    let tmp = TempDir::new("pack-errors");
+    // No model.txt.
+    let e = onnxstream::pack_weights(tmp.path().join("missing"), true).unwrap_err();
+    assert_eq!(e.status(), Status::Io);
+    assert!(e.message().contains("missing"), "{}", e.message());
+    // model.txt does not parse.
+    std::fs::write(tmp.path().join("model.txt"), "this is not model.txt\n").unwrap();
+    assert_eq!(onnxstream::pack_weights(tmp.path(), true).unwrap_err().status(), Status::InvalidModel);
+    // A weight file is missing: nothing is written.
+    std::fs::write(tmp.path().join("model.txt"), TINY_MODEL).unwrap();
+    std::fs::write(tmp.path().join("w.bin"), f32_bytes(&W)).unwrap();
+    let e = onnxstream::pack_weights(tmp.path(), true).unwrap_err();
+    assert_eq!(e.status(), Status::Io);
+    assert!(e.message().contains("v.bin"), "{}", e.message());
+    assert!(!tmp.path().join("model.safetensors").exists());
+    assert_eq!(bin_files(tmp.path()), vec!["w.bin".to_string()]);
+    // A path with a NUL byte never reaches the library.
+    let e = onnxstream::pack_weights("a\0b", true).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert!(e.message().contains("NUL"), "{}", e.message());
 }

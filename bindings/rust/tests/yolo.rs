@@ -1,5 +1,6 @@
 //! YOLOv8n from ../shared with weights served from Rust memory: the output matches ONNX Runtime's
-//! reference and, exactly, the C CLI (onnxstream-run) on the same input.
+//! reference and, exactly, the C CLI (onnxstream-run) on the same input. Its weights packed into one
+//! model.safetensors give the same output, bit for bit.
 mod common;
 
 use std::collections::HashMap;
@@ -7,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
-use onnxstream::{Model, ModelOptions};
+use onnxstream::{BuiltinProvider, Model, ModelOptions, Status};
 
 const THREADS: usize = 2;
 
@@ -111,4 +112,85 @@ fn yolov8n_zero_copy_lender() {
     assert!(Counters::get(&counters.lends) > 0);
     assert_eq!(Counters::get(&counters.releases), Counters::get(&counters.lends));
     assert_eq!(Counters::get(&counters.drops), 1);
+}
+
+/// output0 of YOLOv8n loaded from `dir` with a built-in provider.
+fn run_folder(shared: &Path, dir: &Path, provider: BuiltinProvider) -> Vec<f32> {
+    let mut model = Model::new(&ModelOptions::new().threads(THREADS).provider(provider)).unwrap();
+    model.load(dir).unwrap();
+    let input = read_f32(&shared.join("data/yolov8n/input_images_1x3x640x640_f32.bin"));
+    model.push("images", &[1, 3, 640, 640], &input).unwrap();
+    model.run().unwrap();
+    let out = model.output_by_name("output0").unwrap();
+    assert_eq!(out.shape(), &[1, 84, 8400]);
+    out.data::<f32>().unwrap().to_vec()
+}
+
+fn assert_bit_equal(a: &[f32], b: &[f32], what: &str) {
+    assert_eq!(a.len(), b.len(), "{}", what);
+    let differ = a.iter().zip(b).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+    assert_eq!(differ, 0, "{}: {} of {} values differ (rel L2 {:e})", what, differ, a.len(), rel_l2(a, b));
+}
+
+#[test]
+fn yolov8n_packed_weights_give_the_same_output() {
+    let shared = match shared_dir() {
+        Some(d) => d,
+        None => return,
+    };
+    let original = shared.join("models/yolov8n");
+    let files = bin_files(&original);
+    assert!(files.len() > 100, "{} weight files", files.len());
+    let tmp = TempDir::new("yolo-pack");
+
+    // The loose .bin files: the reference's output.
+    let bins = tmp.path().join("bins");
+    copy_folder(&original, &bins);
+    let from_files = run_folder(&shared, &bins, BuiltinProvider::NoCache);
+    let expected = read_f32(&shared.join("data/yolov8n/expected_output0_1x84x8400_f32.bin"));
+    let err = rel_l2(&from_files, &expected);
+    assert!(err <= 1e-4, "rel L2 vs ONNX Runtime {} > 1e-4", err);
+    let (_, from_memory, _) = run_yolo(&shared, false);
+    assert_bit_equal(&from_files, &from_memory, "files vs Rust provider");
+
+    // Packed, the .bin files removed: the same output with every way of reading the store.
+    let packed = tmp.path().join("packed");
+    copy_folder(&original, &packed);
+    onnxstream::pack_weights(&packed, true).unwrap();
+    assert!(packed.join("model.safetensors").is_file());
+    assert!(packed.join("model.txt").is_file());
+    assert_eq!(bin_files(&packed), Vec::<String>::new());
+    let weight_bytes: u64 = files.iter().map(|f| std::fs::metadata(original.join(f)).unwrap().len()).sum();
+    assert!(std::fs::metadata(packed.join("model.safetensors")).unwrap().len() > weight_bytes);
+    for provider in [BuiltinProvider::NoCache, BuiltinProvider::Mmap, BuiltinProvider::Ram] {
+        let from_store = run_folder(&shared, &packed, provider);
+        assert_bit_equal(
+            &from_store,
+            &from_files,
+            &format!("model.safetensors ({:?}) vs .bin files", provider),
+        );
+    }
+
+    // Packed, the .bin files kept; packing it again is refused with the library's message.
+    let kept = tmp.path().join("kept");
+    copy_folder(&original, &kept);
+    onnxstream::pack_weights(&kept, false).unwrap();
+    assert!(kept.join("model.safetensors").is_file());
+    assert_eq!(bin_files(&kept), files);
+    let store = std::fs::read(kept.join("model.safetensors")).unwrap();
+    assert_eq!(store, std::fs::read(packed.join("model.safetensors")).unwrap());
+    let e = onnxstream::pack_weights(&kept, true).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert!(
+        e.message().contains(kept.to_str().unwrap()) && e.message().contains("model.safetensors"),
+        "{}",
+        e.message()
+    );
+    assert_eq!(bin_files(&kept), files);
+    assert_eq!(std::fs::read(kept.join("model.safetensors")).unwrap(), store);
+    assert_bit_equal(
+        &run_folder(&shared, &kept, BuiltinProvider::NoCache),
+        &from_files,
+        "kept vs .bin files",
+    );
 }

@@ -20,6 +20,7 @@ bool eliminate_dead_code(IrGraph &g) {
         }
         for (const auto &in : n.inputs)
             if (!in.empty()) live.insert(in);
+        live.insert(n.captures.begin(), n.captures.end());
     }
     if (changed) {
         std::vector<Node> kept;

@@ -62,6 +62,10 @@ bool fuse_attention(IrGraph &g);
 // (or the Gemm forms) becomes GegluFeedForward(x, W1 transposed, b1, W2, b2).
 bool fuse_geglu_ffn(IrGraph &g);
 
+// inline_if.cpp: an If whose condition is a constant becomes the nodes of the branch it takes (nested Ifs
+// inside stay Ifs until their own conditions fold).
+bool inline_constant_ifs(IrGraph &g);
+
 // eliminate_dead.cpp: nodes none of whose outputs are used, and constants no node reads.
 bool eliminate_dead_code(IrGraph &g);
 

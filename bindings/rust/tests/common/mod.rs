@@ -194,3 +194,51 @@ pub fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
     }
     (num / den.max(1e-30)).sqrt()
 }
+
+/// A fresh folder under the system temp dir, removed (with its content) when dropped, even when the test
+/// fails.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("onnxstream-rust-{}-{}-{}", tag, std::process::id(), n));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {}", dir.display(), e));
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Copies every file of `from` into `to` (created), e.g. a model folder.
+pub fn copy_folder(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(&path, to.join(path.file_name().unwrap()))
+                .unwrap_or_else(|e| panic!("copy {}: {}", path.display(), e));
+        }
+    }
+}
+
+/// The names of the .bin files of `dir`, sorted.
+pub fn bin_files(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".bin"))
+        .collect();
+    names.sort();
+    names
+}
