@@ -386,8 +386,12 @@ void check_supported(const IrGraph &g) {
     std::string list;
     for (const auto &kv : missing)
         list += cat(list.empty() ? "" : "; ", kv.first, " x", kv.second.first, " (first: '", kv.second.second, "')");
+    const char *if_hint = missing.count("If") ? "; an If converts when its condition is known at conversion: fix "
+                                                "the shapes it tests with --input-shape, pin the inputs it tests "
+                                                "with --input-value NAME=VALUE"
+                                              : "";
     fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": ", missing.size(), " operator type", missing.size() == 1 ? "" : "s",
-         " cannot run in onnxstream: ", list);
+         " cannot run in onnxstream: ", list, if_hint);
 }
 
 ConvertReport convert_onnx(const std::string &onnx_path, const std::string &out_dir, const ConvertOptions &options) {

@@ -82,7 +82,7 @@ void pin_input_values(IrGraph &g, const std::vector<std::string> &specs) {
         std::string bytes;
         for (const std::string &p : parts)
             if (!encode(type, p, bytes))
-                fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "--input-value ", spec, ": '", p, "' is not a ",
+                fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "--input-value ", spec, ": '", p, "' is not a valid ",
                      onnx_type_name(type), " value");
         g.constants.emplace(name, ConstantData::in_memory(type, t->dims, std::move(bytes)));
         g.inputs.erase(it);

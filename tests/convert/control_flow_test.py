@@ -1,0 +1,146 @@
+#!/usr/bin/python3
+"""If in exported models, checked with `onnxstream-convert --check` (ONNX Runtime on the original model):
+- a scripted PyTorch module branching on its input's shape, with an If nested in the taken branch: for
+  three input shapes each conversion takes a different path, leaves no If in model.txt and matches ONNX
+  Runtime;
+- a module whose whole graph sits under an If on an input value (a sample rate): with --input-value the
+  pinned input leaves the model, each value keeps its own branch, and both match ONNX Runtime given that
+  value; without it the conversion fails naming If and --input-value;
+- malformed subgraphs and bad --input-value specs fail with a message and exit status 1, never a crash.
+usage: control_flow_test.py --convert CONVERT --node-modules DIR --work DIR
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import cross_exe  # noqa: E402
+from checklist import check, finish  # noqa: E402
+
+MODELS = r'''
+import sys, torch, onnx
+from onnx import helper, TensorProto
+
+class Nested(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+        self.b = torch.nn.Linear(8, 8)
+    def forward(self, x):
+        if x.shape[1] == 8:
+            y = self.a(x)
+            if x.shape[0] > 1:
+                y = y * 2.0 + x
+            else:
+                y = torch.relu(y)
+        else:
+            y = self.b(x[:, :8])
+        return y
+
+class OnValue(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv1d(1, 4, 5)
+        self.b = torch.nn.Conv1d(1, 4, 3)
+    def forward(self, x, sr):
+        if sr == 16000:
+            return torch.sigmoid(self.a(x)).mean(dim=2)
+        else:
+            return torch.tanh(self.b(x)).mean(dim=2)
+
+out = sys.argv[1]
+torch.manual_seed(0)
+torch.onnx.export(torch.jit.script(Nested()), (torch.randn(2, 8),), out + "/nested.onnx", input_names=["x"],
+                  output_names=["y"], opset_version=13, dynamic_axes={"x": {0: "batch", 1: "width"}})
+torch.onnx.export(torch.jit.script(OnValue()), (torch.randn(1, 1, 64), torch.tensor(16000)), out + "/on_value.onnx",
+                  input_names=["x", "sr"], output_names=["y"], opset_version=13)
+
+# Malformed: a condition of two values; a branch with two outputs for an If with one.
+def if_model(cond_values, then_outputs, name):
+    then_nodes = [helper.make_node("Identity", ["x"], ["t%d" % i]) for i in range(then_outputs)]
+    then_g = helper.make_graph(then_nodes, "then", [], [helper.make_tensor_value_info("t%d" % i, TensorProto.FLOAT, [2])
+                                                        for i in range(then_outputs)])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e0"])], "else", [],
+                               [helper.make_tensor_value_info("e0", TensorProto.FLOAT, [2])])
+    cond = helper.make_tensor("cond", TensorProto.BOOL, [len(cond_values)], cond_values)
+    node = helper.make_node("If", ["cond"], ["y"], then_branch=then_g, else_branch=else_g)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], initializer=[cond])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    open(out + "/" + name, "wb").write(m.SerializeToString())
+
+if_model([True, False], 1, "two_value_condition.onnx")
+if_model([True], 2, "branch_output_count.onnx")
+if_model([False], 1, "else_taken.onnx")
+'''
+
+
+def op_types(folder):
+    with open(os.path.join(folder, "model.txt")) as f:
+        return [line.split("*", 1)[0].rsplit(":", 1)[1] for line in f if line.strip()]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--convert", required=True)
+    ap.add_argument("--node-modules", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    convert = cross_exe.wrap(a.convert)
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    # From a file: torch.jit.script reads the modules' source.
+    generator = os.path.join(a.work, "make_models.py")
+    with open(generator, "w") as f:
+        f.write(MODELS)
+    subprocess.run(["/usr/bin/python3", generator, a.work], check=True, capture_output=True)
+    env = dict(os.environ, NODE_PATH=os.path.abspath(a.node_modules))
+
+    def cli(*args):
+        p = subprocess.run([convert] + list(args), capture_output=True, text=True, env=env)
+        return p.returncode, p.stdout + p.stderr
+
+    def converts(model, folder, *args):
+        rc, out = cli(os.path.join(a.work, model), os.path.join(a.work, folder), "--check", *args)
+        types = op_types(os.path.join(a.work, folder)) if rc == 0 else []
+        check(rc == 0 and "check passed" in out and "If" not in types,
+              "%s %s: no If left, matches ONNX Runtime%s" % (model, " ".join(args), "" if rc == 0 else ": " + out[-300:]))
+        return types
+
+    # The branch taken depends on the shape: Linear a + (x*2 + x) for 2x8, Linear a + Relu for 1x8,
+    # Linear b on a slice for 3x12.
+    t = converts("nested.onnx", "nested_2x8", "--input-shape", "x=2,8")
+    check("Relu" not in t and "Mul" in t, "2x8 took the nested then-branch (%s)" % ",".join(t))
+    t = converts("nested.onnx", "nested_1x8", "--input-shape", "x=1,8")
+    check("Relu" in t, "1x8 took the nested else-branch (%s)" % ",".join(t))
+    t = converts("nested.onnx", "nested_3x12", "--input-shape", "x=3,12")
+    check("Slice" in t and "Relu" not in t, "3x12 took the outer else-branch (%s)" % ",".join(t))
+
+    t = converts("on_value.onnx", "sr16k", "--input-value", "sr=16000")
+    check("Sigmoid" in t and "Tanh" not in t, "sr=16000 keeps the sigmoid branch (%s)" % ",".join(t))
+    t = converts("on_value.onnx", "sr8k", "--input-value", "sr=8000")
+    check("Tanh" in t and "Sigmoid" not in t, "sr=8000 keeps the tanh branch (%s)" % ",".join(t))
+    with open(os.path.join(a.work, "sr16k", "model.txt")) as f:
+        check("sr(" not in f.read(), "the pinned input is no longer an input of the converted model")
+    rc, out = cli(os.path.join(a.work, "on_value.onnx"), os.path.join(a.work, "unpinned"))
+    check(rc == 1 and "If x1" in out and "--input-value" in out,
+          "without --input-value the conversion names If and the option (%s)" % out.strip()[-200:])
+
+    t = converts("else_taken.onnx", "else_taken")
+    check(t == ["Neg"], "a constant false condition keeps the else branch (%s)" % ",".join(t))
+    for model, want in [("two_value_condition.onnx", "condition"), ("branch_output_count.onnx", "output")]:
+        rc, out = cli(os.path.join(a.work, model), os.path.join(a.work, model + ".out"))
+        check(rc == 1 and want in out and "Segmentation" not in out, "%s is refused (%s)" % (model, out.strip()[-200:]))
+    model = os.path.join(a.work, "on_value.onnx")
+    for spec, want in [("sr=1,2", "takes 1 value"), ("rate=16000", "no input 'rate'"), ("sr=abc", "not a valid int64"),
+                       ("sr", "expects NAME=v0"), ("x=1", "takes 64 values")]:
+        rc, out = cli(model, os.path.join(a.work, "bad_value"), "--input-value", spec)
+        check(rc == 1 and want in out, "--input-value %s is refused with '%s' (%s)" % (spec, want, out.strip()[-200:]))
+    finish()
+
+
+if __name__ == "__main__":
+    main()
