@@ -307,8 +307,10 @@ SafetensorsIndex SafetensorsIndex::read(const std::string &path) {
     for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | length[i]; // little-endian on any host
     check_header_length(header_bytes, file_size, path);
     std::string header(static_cast<size_t>(header_bytes), '\0');
+    errno = 0;
     if (!pread_exact(fd.fd, header.data(), header_bytes, 8))
-        fail(ONNXSTREAM_ERR_IO, "cannot read the header of safetensors file ", path, ": ", std::strerror(errno));
+        fail(ONNXSTREAM_ERR_IO, "cannot read the header of safetensors file ", path, ": ",
+             errno ? std::strerror(errno) : "the file ended (it changed while being read)");
     return parse(header.data(), header.size(), file_size, path);
 }
 

@@ -13,7 +13,10 @@
 #include "tensor/half.h"
 #include "util/npy.h"
 #include "util/error.h"
+#include "weights/safetensors.h"
 #include "onnxstream.h"
+
+#include <nlohmann/json.hpp>
 
 #include "util/checked.h"
 
@@ -25,8 +28,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <utility>
 
 namespace onnxstream::fuzz {
 
@@ -163,6 +170,67 @@ void range_data(const uint8_t *data, size_t size) {
     parse_range_data(std::string(reinterpret_cast<const char *>(data), size), "fuzz/range_data.txt");
 }
 
+namespace {
+
+// What an accepted safetensors index must agree with: the header as a JSON document (every entry but the
+// metadata is a tensor with its dtype, shape and range; the metadata is a map of strings), each byte count
+// the dtype times the shape, the ranges tiling the data up to the end of the file.
+void check_safetensors_index(const SafetensorsIndex &index, const char *header, size_t header_bytes,
+                             uint64_t file_size) {
+    using json = nlohmann::json;
+    const uint64_t data_start = 8 + static_cast<uint64_t>(header_bytes);
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    size_t tensors = 0;
+    try {
+        const json doc = json::parse(header, header + header_bytes);
+        for (const auto &[name, entry] : doc.items()) {
+            if (name == "__metadata__") {
+                if (entry.get<std::map<std::string, std::string>>() != index.metadata())
+                    throw std::logic_error("safetensors: the metadata differs from the header's");
+                continue;
+            }
+            ++tensors;
+            const StoredTensor *t = index.find(name);
+            if (!t) throw std::logic_error("safetensors: tensor '" + name + "' of the header is not in the index");
+            const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
+            uint64_t bytes = 0;
+            if (entry.at("dtype").get<std::string>() != stored_dtype_name(t->dtype) ||
+                entry.at("shape").get<std::vector<int64_t>>() != t->shape || offsets.size() != 2 ||
+                t->offset != data_start + offsets[0] || t->bytes != offsets[1] - offsets[0] ||
+                !checked::byte_count(t->shape, stored_dtype_size(t->dtype), bytes) || bytes != t->bytes)
+                throw std::logic_error("safetensors: tensor '" + name + "' differs from the header's");
+            ranges.emplace_back(t->offset, t->offset + t->bytes);
+        }
+    } catch (const json::exception &e) {
+        throw std::logic_error(std::string("safetensors: accepted a header the JSON document disagrees with: ") +
+                               e.what());
+    }
+    if (tensors != index.size()) throw std::logic_error("safetensors: the index has tensors the header lacks");
+    std::sort(ranges.begin(), ranges.end());
+    uint64_t end = data_start;
+    for (const auto &[begin, stop] : ranges) {
+        if (begin != end) throw std::logic_error("safetensors: accepted ranges with a gap or an overlap");
+        end = stop;
+    }
+    if (end != file_size) throw std::logic_error("safetensors: accepted ranges that do not end at the end of the file");
+}
+
+} // namespace
+
+void safetensors(const uint8_t *data, size_t size) {
+    if (size > kMaxInputBytes) return;
+    const std::string path = "fuzz.safetensors";
+    if (size < 8) fail(ONNXSTREAM_ERR_INVALID_MODEL, "safetensors file ", path, ": shorter than the header length");
+    uint64_t length = 0;
+    for (int i = 7; i >= 0; --i) length = (length << 8) | data[i];
+    // A length past the input is passed on as it is: parse() must refuse it from the file size alone, before
+    // it reads a byte of the header (a read past the input is a sanitizer report).
+    const size_t header_bytes = static_cast<size_t>(std::min<uint64_t>(length, SIZE_MAX));
+    const char *header = reinterpret_cast<const char *>(data + 8);
+    const SafetensorsIndex index = SafetensorsIndex::parse(header, header_bytes, size, path);
+    check_safetensors_index(index, header, header_bytes, size);
+}
+
 #ifdef ONNXSTREAM_WITH_ONNX_IMPORT
 void onnx_import(const uint8_t *data, size_t size) {
     if (size > kMaxInputBytes) return;
@@ -259,6 +327,7 @@ const std::vector<Target> &targets() {
         {"model_txt", model_txt},
         {"npy", npy},
         {"range_data", range_data},
+        {"safetensors", safetensors},
         {"model_run", model_run},
 #ifdef ONNXSTREAM_WITH_ONNX_IMPORT
         {"onnx_import", onnx_import},

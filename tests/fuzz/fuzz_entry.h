@@ -24,6 +24,10 @@ void model_txt(const uint8_t *data, size_t size);
 void npy(const uint8_t *data, size_t size);
 // range_data.txt text.
 void range_data(const uint8_t *data, size_t size);
+// A whole safetensors file (weights/safetensors.h), parsed in memory: the first 8 bytes are the header
+// length, the rest the header and data. An index it accepts is checked against the header parsed as a JSON
+// document: the same tensors, dtypes, shapes and ranges.
+void safetensors(const uint8_t *data, size_t size);
 // An ONNX ModelProto's bytes: load (no external data: it would be looked up in a folder that does not
 // exist), shape inference and every simplification pass, the check that the engine runs every op. Nothing is
 // written.

@@ -7,12 +7,15 @@ same ONNX files as onnx_import, behind an option byte (plain, fp16, int8 weights
 
 From real files: ../shared's YOLOv8n model.txt and ONNX model (its big initializers turned into graph inputs
 so that it stays under the fuzzers' 1 MB input cap), the bad-input corpus, and whatever the test generators
-left in the build folders given with --build (model.txt, *.npy, range_data.txt, *.onnx). Plus small
-hand-made .npy files of every dtype and header version, range data and ONNX models.
+left in the build folders given with --build (model.txt, *.npy, range_data.txt, *.onnx, *.safetensors). Plus
+small hand-made .npy files of every dtype and header version, range data, ONNX models, and safetensors files,
+valid and each broken in one way.
 """
 import argparse
 import hashlib
+import json
 import os
+import struct
 import sys
 
 import numpy as np
@@ -49,6 +52,68 @@ def npy_bytes(arr, version):
     buf = io.BytesIO()
     np.lib.format.write_array(buf, arr, version=version, allow_pickle=False)
     return buf.getvalue()
+
+
+def safetensors_bytes(header, data=b"", pad=True, length=None):
+    """A safetensors file: the header (a dict, or JSON text or bytes as they are) padded with spaces to a
+    multiple of 8 as writers pad it, after its little-endian length (or `length` instead of the true one)."""
+    if isinstance(header, str):
+        header = header.encode()
+    text = header if isinstance(header, bytes) else json.dumps(header).encode()
+    if pad:
+        text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text) if length is None else length) + text + data
+
+
+def safetensors_seeds(out, root, builds):
+    for p in walk([os.path.join(root, "tests")] + builds, suffix=".safetensors"):
+        if os.path.getsize(p) <= MAX_BYTES:
+            add_file(out, "safetensors", p)
+    sizes = {"F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I8": 1, "U8": 1, "BOOL": 1}
+    shapes = [[2, 3], [4], [], [1, 1], [2], [3], [1], [2, 1]]
+    header, offset = {"__metadata__": {"format": "pt"}}, 0
+    for (dtype, size), shape in zip(sizes.items(), shapes):
+        n = size
+        for d in shape:
+            n *= d
+        header["t_" + dtype.lower()] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + n]}
+        offset += n
+    add(out, "safetensors", safetensors_bytes(header, bytes(range(offset))))
+    add(out, "safetensors", safetensors_bytes({}))
+    add(out, "safetensors", safetensors_bytes({}, pad=False))
+    w = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
+    add(out, "safetensors", safetensors_bytes({"w": w}, b"\0\0\x80?\0\0\0@"))
+    add(out, "safetensors", safetensors_bytes({"z": {"dtype": "F16", "shape": [0, 3], "data_offsets": [0, 0]},
+                                               "b": {"dtype": "BF16", "shape": [1], "data_offsets": [0, 2]}},
+                                              b"\x80?"))
+    # Near misses, one fault each.
+    def one(**fields):
+        return {"w": dict(w, **fields)}
+    near = [
+        (one(data_offsets=[0, 7]), bytes(7)),                      # byte count
+        (one(dtype="F64", shape=[1]), bytes(8)),                   # a dtype the engine does not read
+        (one(dtype="X"), bytes(8)),                                # unknown dtype
+        (one(shape=[-2]), bytes(8)),                               # negative dim
+        (one(shape=[2.0]), bytes(8)),                              # fractional
+        (one(shape=[[2]]), bytes(8)),                              # nested
+        (one(shape=[4611686018427387904]), b""),                   # bytes past 64 bits
+        (one(data_offsets=[8, 0]), bytes(8)),                      # end before begin
+        (one(), bytes(4)),                                         # truncated
+        (one(), bytes(12)),                                        # data past the tensors
+        ({"w": w, "v": {"dtype": "U8", "shape": [1], "data_offsets": [9, 10]}}, bytes(10)),  # gap
+        ({"w": w, "v": {"dtype": "U8", "shape": [1], "data_offsets": [7, 8]}}, bytes(8)),    # overlap
+        ({"__metadata__": {"k": 1}}, b""),                         # metadata not a string
+        ({"w": {"dtype": "F32", "shape": [2]}}, bytes(8)),         # no data_offsets
+        ({"w": dict(w, extra=1)}, bytes(8)),                       # unknown field
+    ]
+    for header, data in near:
+        add(out, "safetensors", safetensors_bytes(header, data))
+    text = json.dumps({"w": w})
+    add(out, "safetensors", safetensors_bytes(text[:-1] + ', "w": ' + json.dumps(w) + "}", bytes(8)))  # duplicate
+    add(out, "safetensors", safetensors_bytes(text + " x", bytes(8)))                                  # trailing
+    add(out, "safetensors", safetensors_bytes(text.encode().replace(b'"w"', b'"w\xff"'), bytes(8)))  # bad UTF-8
+    add(out, "safetensors", safetensors_bytes({"w": w}, bytes(8), length=1 << 20))                   # length
+    add(out, "safetensors", safetensors_bytes({"w": w}, bytes(8), length=100000001))
 
 
 def onnx_seeds(out, shared, builds):
@@ -129,8 +194,9 @@ def main():
         add_file(a.out, "range_data", p)
     add(a.out, "range_data", b"images,0,1\n/model.0/conv/Conv,-3.5,12.25\n")
     add(a.out, "range_data", b"# calibrated\r\na,-1e-3,1e3\r\n\r\nb,0,0\r\n")
+    safetensors_seeds(a.out, root, builds)
     onnx_seeds(a.out, shared, builds)
-    targets = ("model_txt", "model_run", "npy", "range_data", "onnx_import", "convert_capi")
+    targets = ("model_txt", "model_run", "npy", "range_data", "safetensors", "onnx_import", "convert_capi")
     for t in targets:
         kept = os.path.join(root, "tests", "fuzz", "regressions", t)
         if os.path.isdir(kept):

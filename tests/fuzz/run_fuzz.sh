@@ -23,7 +23,7 @@ fi
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FUZZ_BUILD:-$root/build-fuzz}
 work=$build/fuzz-work
-targets=${*:-model_txt model_run npy range_data onnx_import convert_capi}
+targets=${*:-model_txt model_run npy range_data safetensors onnx_import convert_capi}
 
 if [ ! -f "$build/build.ninja" ]; then
     CC=clang CXX=clang++ meson setup "$build" "$root" -Dfuzzing=true -Db_sanitize=address,undefined \
