@@ -32,21 +32,11 @@ size_t page_round(size_t bytes) {
 }
 
 void Cache::trim(uint64_t limit) {
-    // Oldest first, down to exactly the limit: the oldest range that crosses it loses only the pages over it.
-    // Unmapping whole ranges left a different amount idle after every run (anything from the budget minus
-    // the biggest range up to the budget), and with it a resident size that wandered by megabytes from one
-    // run to the next; cutting the last range keeps the steady state of a repeated run the same.
+    // Whole mappings, oldest first: unmapping a range that was just joined or split costs nothing extra,
+    // and leaving the cache below its budget keeps the resident memory of the smallest modes down.
     while (idle_bytes > limit && !idle.empty()) {
-        Mapping &oldest = idle.front();
-        const uint64_t excess = page_round(static_cast<size_t>(idle_bytes - limit));
-        if (excess < oldest.bytes) {
-            oldest.bytes -= excess;
-            ::munmap(static_cast<char *>(oldest.base) + oldest.bytes, excess);
-            idle_bytes -= excess;
-            return;
-        }
-        ::munmap(oldest.base, oldest.bytes);
-        idle_bytes -= oldest.bytes;
+        ::munmap(idle.front().base, idle.front().bytes);
+        idle_bytes -= idle.front().bytes;
         idle.pop_front();
     }
 }

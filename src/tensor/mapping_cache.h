@@ -44,7 +44,7 @@ struct Mapping {
 // tail staying idle), or a new one. Contents are unspecified. base == nullptr when the system refuses.
 Mapping map_pages(size_t bytes);
 // Give a mapping back: joined with the idle ranges it borders and cached while the idle bytes stay within
-// the budget (the oldest idle ranges unmapped down to it), else unmapped.
+// the budget (whole mappings unmapped, oldest first), else unmapped.
 void unmap_pages(const Mapping &mapping);
 
 // Idle bytes the cache may hold (0 = unmap at once). Process-wide: models in one process share it, and the
