@@ -61,6 +61,8 @@ std::vector<AttributeText> attributes_text(const Node &node, const std::string &
                 type = onnx::AttributeProto::INTS;
             else if (a.floats_size())
                 type = onnx::AttributeProto::FLOATS;
+            else if (a.strings_size())
+                type = onnx::AttributeProto::STRINGS;
             else if (a.has_i())
                 type = onnx::AttributeProto::INT;
             else if (a.has_f())
@@ -82,6 +84,18 @@ std::vector<AttributeText> attributes_text(const Node &node, const std::string &
         case onnx::AttributeProto::FLOATS:
             if (a.floats_size() == 0) continue;
             for (float v : a.floats()) t.value += (t.value.empty() ? "" : ",") + float_text(v);
+            break;
+        case onnx::AttributeProto::STRINGS:
+            // Joined by ',' like the numeric lists (the recurrent ops' activations: "Sigmoid,Tanh,Tanh").
+            if (a.strings_size() == 0) continue;
+            for (int k = 0; k < a.strings_size(); ++k) {
+                const std::string &s = a.strings(k);
+                if (s.empty() || s.find(',') != std::string::npos || !text_safe(s))
+                    fail(ONNXSTREAM_ERR_UNSUPPORTED, node.describe(), ": element ", k, " of string list attribute '",
+                         a.name(), "' is empty or contains ',', ';', '*' or a control character, which model.txt "
+                         "cannot store");
+                t.value += (t.value.empty() ? "" : ",") + s;
+            }
             break;
         case onnx::AttributeProto::STRING:
             t.value = a.s();

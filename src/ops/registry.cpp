@@ -26,6 +26,7 @@ const Registry &Registry::builtin() {
         register_gather_scatter_ops(r);
         register_reduce_ops(r);
         register_scan_sort_ops(r);
+        register_recurrent_ops(r);
         register_resize_ops(r);
         register_pool_ops(r);
         register_attention_ops(r);

@@ -50,6 +50,7 @@ void register_transpose_ops(Registry &r);       // ops/transpose.cpp
 void register_gather_scatter_ops(Registry &r);  // ops/gather_scatter.cpp
 void register_reduce_ops(Registry &r);          // ops/reduce.cpp
 void register_scan_sort_ops(Registry &r);       // ops/scan_sort.cpp
+void register_recurrent_ops(Registry &r);       // ops/recurrent.cpp
 void register_resize_ops(Registry &r);          // ops/resize.cpp
 void register_pool_ops(Registry &r);            // ops/pool.cpp
 void register_attention_ops(Registry &r);       // ops/attention.cpp

@@ -457,6 +457,50 @@ TEST_F(Convert, IndexOpsConvertAndRun) {
     run_and_compare(scratch.out(), model_case("index_ops"), 1e-6, 1e-6);
 }
 
+// PyTorch's recurrent layers run as the engine's LSTM/GRU/RNN ops, within float32 rounding of ONNX Runtime.
+void expect_recurrent(const std::string &case_name, const char *op, size_t count, const Scratch &scratch,
+                      bool fp16 = false) {
+    Conversion c = convert(model_case(case_name) + "/model.onnx", scratch.out(), fp16);
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    EXPECT_EQ(count_ops(txt, op), count) << txt;
+    if (fp16) {
+        size_t with_f16 = 0;
+        for (const std::string &line : lines_of(txt))
+            with_f16 += line.find(std::string(":") + op + "*") != std::string::npos &&
+                        line.find("(float16:") != std::string::npos;
+        EXPECT_EQ(with_f16, count) << "an " << op << " kept no float16 weight\n" << txt;
+    }
+    run_and_compare(scratch.out(), model_case(case_name), fp16 ? 1e-2 : 1e-5, fp16 ? 1e-2 : 1e-5);
+}
+
+// nn.LSTM(num_layers=2, bidirectional=True, batch_first=True): two LSTM nodes between Transposes, with Y, Y_h
+// and Y_c all read.
+TEST_F(Convert, TorchLstmStack) { expect_recurrent("lstm_stack", "LSTM", 2, scratch); }
+
+// The same with float16 weights (--fp16), widened when the op runs.
+TEST_F(Convert, TorchLstmStackFp16Weights) { expect_recurrent("lstm_stack", "LSTM", 2, scratch, true); }
+
+// nn.GRU from an initial state that is a graph input (linear_before_reset 1, as PyTorch exports it).
+TEST_F(Convert, TorchGruWithState) { expect_recurrent("gru_with_state", "GRU", 1, scratch); }
+
+// nn.RNN(nonlinearity="relu", bidirectional=True) of which only h_n is used: the activations list must survive.
+TEST_F(Convert, TorchRnnLastState) {
+    expect_recurrent("rnn_last_state", "RNN", 1, scratch);
+    EXPECT_NE(read_text(scratch.out() + "/model.txt").find("activations:Relu,Relu"), std::string::npos);
+}
+
+// String and float list attributes of an LSTM reach model.txt as written, and the op reads them as ONNX Runtime.
+TEST_F(Convert, LstmListAttributes) {
+    Conversion c = convert(model_case("lstm_attributes") + "/model.onnx", scratch.out());
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    std::string line = line_of(read_text(scratch.out() + "/model.txt"), "lstm");
+    for (const char *attr : {"activations:HardSigmoid,Tanh,ScaledTanh", "activation_alpha:0.25,0.8",
+                             "activation_beta:0.55,1.25", "clip:2.5"})
+        EXPECT_NE(line.find(attr), std::string::npos) << attr << " missing in " << line;
+    run_and_compare(scratch.out(), model_case("lstm_attributes"), 1e-5, 1e-5);
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Bad input: a clear error and nothing written
 

@@ -16,6 +16,7 @@ import math
 import os
 import shutil
 import sys
+import warnings
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -160,6 +161,52 @@ def torch_models():
         "transformer_block_opset14": (TransformerBlock, [("x", (1, 16, 64))], 14),
         # The sequence length is symbolic ("seq"): converting needs --input-shape x=1,16,64.
         "transformer_block_dynamic": (TransformerBlock, [("x", (1, 16, 64))], 17, {"x": {1: "seq"}}),
+    }
+
+
+def torch_recurrent_models(torch):
+    """PyTorch's recurrent layers, exported as ONNX LSTM/GRU/RNN nodes (seeded apart from torch_models' ones, so
+    adding a model here changes no other model's weights)."""
+    nn = torch.nn
+
+    class LstmStack(nn.Module):
+        """nn.LSTM: 2 layers, bidirectional, batch_first; returns the sequence and the final h and c."""
+
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(16, 32, num_layers=2, bidirectional=True, batch_first=True)
+
+        def forward(self, x):
+            y, (h, c) = self.lstm(x)
+            return y, h, c
+
+    class GruWithState(nn.Module):
+        """nn.GRU (batch_first) from a given initial state, then a Linear on its outputs."""
+
+        def __init__(self):
+            super().__init__()
+            self.gru = nn.GRU(12, 24, batch_first=True)
+            self.fc = nn.Linear(24, 5)
+
+        def forward(self, x, h0):
+            y, h = self.gru(x, h0)
+            return self.fc(y), h
+
+    class RnnLastState(nn.Module):
+        """nn.RNN (ReLU, bidirectional) of which only the final state is used."""
+
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.RNN(10, 20, nonlinearity="relu", bidirectional=True)
+
+        def forward(self, x):
+            _, h = self.rnn(x)
+            return h
+
+    return {
+        "lstm_stack": (LstmStack, [("x", (2, 7, 16))], 14),
+        "gru_with_state": (GruWithState, [("x", (3, 6, 12)), ("h0", (1, 3, 24))], 13),
+        "rnn_last_state": (RnnLastState, [("x", (5, 2, 10))], 15),
     }
 
 
@@ -559,6 +606,21 @@ def index_ops_model():
     return make_model(nodes, [f32("x", (2, 6))], [f32("y", (2, 6))], inits, opset=16)
 
 
+def lstm_attributes_model(rng):
+    """An LSTM whose attributes are lists: activations (strings) and activation_alpha/beta (floats), plus clip
+    and peepholes; model.txt must carry them as written."""
+    h, i = 8, 6
+    def arr(*shape):
+        return rng.uniform(-0.4, 0.4, shape).astype(np.float32)
+    inits = [numpy_helper.from_array(arr(1, 4 * h, i), "W"), numpy_helper.from_array(arr(1, 4 * h, h), "R"),
+             numpy_helper.from_array(arr(1, 8 * h), "B"), numpy_helper.from_array(arr(1, 3 * h), "P")]
+    node = helper.make_node("LSTM", ["x", "W", "R", "B", "", "", "", "P"], ["y", "y_h"], name="lstm", hidden_size=h,
+                            activations=["HardSigmoid", "Tanh", "ScaledTanh"], activation_alpha=[0.25, 0.8],
+                            activation_beta=[0.55, 1.25], clip=2.5)
+    return make_model([node], [f32("x", (4, 2, i))], [f32("y", (4, 1, 2, h)), f32("y_h", (1, 2, h))], inits,
+                      opset=14)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="output folder (replaced)")
@@ -581,6 +643,12 @@ def main():
         write_case(os.path.join(models_dir, name), model, inputs, outs)
         if name == "cnn_bn":
             write_case(os.path.join(models_dir, "cnn_bn_external"), model, inputs, outs, save=save_external)
+    for seed, (name, (cls, input_specs, opset)) in enumerate(sorted(torch_recurrent_models(torch).items()), 100):
+        with warnings.catch_warnings():
+            # About running the export at another batch size than the traced one; these shapes are fixed.
+            warnings.filterwarnings("ignore", message="Exporting a model to ONNX with a batch_size other than 1")
+            model, inputs, outs = export_torch(torch, cls, input_specs, opset, seed)
+        write_case(os.path.join(models_dir, name), model, inputs, outs)
 
     rng = np.random.default_rng(7)
     write_case(os.path.join(models_dir, "noop_ops"), noop_model(rng),
@@ -612,6 +680,7 @@ def main():
     write_case(os.path.join(models_dir, "conv1d"), conv1d_model(rng, 13), [("x", rand(1, 4, 32))])
     write_case(os.path.join(models_dir, "conv1d_opset11"), conv1d_model(rng, 11), [("x", rand(1, 4, 32))])
     write_case(os.path.join(models_dir, "index_ops"), index_ops_model(), [("x", rand(2, 6))])
+    write_case(os.path.join(models_dir, "lstm_attributes"), lstm_attributes_model(rng), [("x", rand(4, 2, 6))])
 
     # Bad inputs: no case.json, so ONNX Runtime skips them.
     with open(os.path.join(models_dir, "cnn_bn", "model.onnx"), "rb") as f:

@@ -40,7 +40,7 @@ std::string read_text(const fs::path &path) {
 }
 
 // case.json is written by gen_op_cases.py with json.dump, so a flat key lookup is enough: the keys read here
-// ("op", "atol", "rtol") occur once, at the top level.
+// ("op", "atol", "rtol", "rel_l2") occur once, at the top level.
 std::string json_raw(const std::string &json, const std::string &key) {
     size_t k = json.find("\"" + key + "\":");
     if (k == std::string::npos) return "";
@@ -123,6 +123,7 @@ struct Tolerance {
 struct CaseInfo {
     std::string op;
     std::optional<double> atol, rtol;
+    std::optional<double> rel_l2; // also: ||got - expected|| / ||expected|| at most this (float outputs)
     std::optional<double> chunk_bytes; // also run with weights streamed in row chunks of this many bytes
 };
 
@@ -174,6 +175,7 @@ void compare_output(const std::string &label, const CaseInfo &info, const onnxst
     size_t bad = 0, worst = 0;
     bool nan_mismatch = false; // NaN against a number: reported as a NaN max error
     double max_abs = 0, worst_excess = -1;
+    double diff_sq = 0, ref_sq = 0; // for the relative L2 error
     std::string worst_got, worst_ref;
     if (is_float(ref.dtype)) {
         std::vector<double> g = to_doubles(got.dtype, got.data, n), r = to_doubles(ref.dtype, ref.data.data(), n);
@@ -188,8 +190,10 @@ void compare_output(const std::string &label, const CaseInfo &info, const onnxst
             } else {
                 double err = std::fabs(g[i] - r[i]);
                 max_abs = std::max(max_abs, err);
+                diff_sq += err * err;
                 excess = err - (tol.atol + tol.rtol * std::fabs(r[i]));
             }
+            if (std::isfinite(r[i])) ref_sq += r[i] * r[i];
             if (excess > 0) ++bad;
             if (excess > worst_excess) {
                 worst_excess = excess;
@@ -218,15 +222,26 @@ void compare_output(const std::string &label, const CaseInfo &info, const onnxst
             worst_ref = std::to_string(int_at(ref.dtype, ref.data.data(), worst));
         }
     }
-    std::printf("[   case   ] %s %s%s: max abs error %.3g (atol %g, rtol %g)%s\n", label.c_str(),
+    std::string rel_text;
+    bool rel_bad = false;
+    if (info.rel_l2 && is_float(ref.dtype)) {
+        const double rel = nan_mismatch ? std::numeric_limits<double>::quiet_NaN()
+                           : ref_sq > 0  ? std::sqrt(diff_sq / ref_sq)
+                           : diff_sq > 0 ? std::numeric_limits<double>::infinity()
+                                         : 0.0;
+        rel_bad = !(rel <= *info.rel_l2);
+        rel_text = ", rel L2 " + fmt_g(rel) + " (max " + fmt_g(*info.rel_l2) + ")";
+    }
+    std::printf("[   case   ] %s %s%s: max abs error %.3g (atol %g, rtol %g)%s%s\n", label.c_str(),
                 onnxstream_dtype_name(ref.dtype), shape_str(ref.shape.data(), ref.shape.size()).c_str(), max_abs,
-                tol.atol, tol.rtol, bad ? "  MISMATCH" : "");
+                tol.atol, tol.rtol, rel_text.c_str(), bad || rel_bad ? "  MISMATCH" : "");
     std::fflush(stdout);
     if (bad)
         ADD_FAILURE() << label << ": " << bad << " of " << n << " elements differ from ONNX Runtime; worst at "
                       << index_str(worst, ref.shape) << ": got " << worst_got << ", expected " << worst_ref
                       << "; max abs error " << fmt_g(max_abs) << " (atol " << tol.atol << ", rtol " << tol.rtol
                       << ")";
+    if (rel_bad) ADD_FAILURE() << label << ": relative L2 error" << rel_text << " is over the case's limit";
 }
 
 using NpyByIndex = std::map<int, tools::NpyArray>;
@@ -358,6 +373,7 @@ void run_case(const OpCase &c) {
     info.op = json_raw(json, "op");
     info.atol = json_number(json, "atol");
     info.rtol = json_number(json, "rtol");
+    info.rel_l2 = json_number(json, "rel_l2");
     info.chunk_bytes = json_number(json, "chunk_bytes");
 
     NpyByIndex inputs, expected;

@@ -133,10 +133,14 @@ class Case:
     know them (data-dependent shapes); checked against ONNX Runtime's actual shapes. txt_attrs: model.txt
     attribute text overrides ({"key": "text"} adds/replaces, {"key": None} drops), for attributes whose
     model.txt spelling differs from the ONNX value. domain: ONNX operator domain ("" = ai.onnx).
+    rel_l2: also hold every float output to ||got - expected|| / ||expected|| <= rel_l2.
+    reference: for forms ONNX Runtime does not implement (LSTM with layout=1), a function (helper, node) that
+    returns the ONNX nodes model.onnx runs instead of `node` (the op as built for the case), computing the same
+    outputs from the same inputs; model.txt keeps the op itself.
     """
 
     def __init__(self, name, op, inputs, attrs=None, opset=17, outputs=1, atol=None, rtol=None,
-                 out_shapes=None, txt_attrs=None, domain="", chunk_bytes=None):
+                 out_shapes=None, txt_attrs=None, domain="", chunk_bytes=None, rel_l2=None, reference=None):
         if not isinstance(name, str) or not _CASE_NAME.match(name):
             raise OpCaseError(f"case name {name!r} must match [A-Za-z0-9_]+ (it names a directory and a gtest)")
         self.name = name
@@ -161,6 +165,10 @@ class Case:
         self.out_shapes = out_shapes
         self.txt_attrs = dict(txt_attrs or {})
         self.domain = domain
+        self.rel_l2 = None if rel_l2 is None else float(rel_l2)
+        if reference is not None and not callable(reference):
+            raise OpCaseError(f"case {name}: reference must be a function (helper, node) -> list of nodes")
+        self.reference = reference
 
     def seed(self):
         digest = hashlib.sha256(f"{self.family}/{self.name}".encode()).digest()
@@ -289,7 +297,8 @@ def write_case(case, out_dir):
     node = helper.make_node(case.op, node_inputs, out_names, name=case.name, domain=case.domain)
     node.attribute.extend(attrs)
     untyped_outputs = [helper.make_empty_tensor_value_info(n) for n in out_names]
-    graph = helper.make_graph([node], case.name, graph_inputs, untyped_outputs, initializer=initializers)
+    nodes = list(case.reference(helper, node)) if case.reference else [node]
+    graph = helper.make_graph(nodes, case.name, graph_inputs, untyped_outputs, initializer=initializers)
     opsets = [helper.make_opsetid("", case.opset)]
     if case.domain:
         opsets.append(helper.make_opsetid(case.domain, 1))
@@ -333,7 +342,7 @@ def write_case(case, out_dir):
 
     meta = {
         "family": case.family, "case": case.name, "op": case.op, "opset": case.opset,
-        "atol": case.atol, "rtol": case.rtol, "chunk_bytes": case.chunk_bytes,
+        "atol": case.atol, "rtol": case.rtol, "rel_l2": case.rel_l2, "chunk_bytes": case.chunk_bytes,
         "inputs": json_inputs,
         "outputs": [{"index": k, "name": n, "shape": list(s), "file": f"expected_{k}.npy"}
                     for k, (n, s) in enumerate(zip(out_names, out_shapes))],
