@@ -16,7 +16,9 @@ final state must match: relative L2 over the whole sequence <= 1e-4. The signal 
 ships here, and synthetic vowels do not fool the model: it answers well below 0.01 throughout), so the
 comparison rests on the probabilities and even more on the LSTM's 2x128 state, which every chunk feeds
 forward. Prints each chunk's probability and latency and the process's peak RSS.
-usage: silero_vad_test.py --convert CONVERT --node NODE --zoo DIR --work DIR
+With --stream, the C example examples/stream (the C API, no binding) runs the same chunks from a raw
+float32 file and must print the same probabilities as ONNX Runtime's, within the same bound.
+usage: silero_vad_test.py --convert CONVERT --node NODE --zoo DIR --work DIR [--stream STREAM]
   (PYTHONPATH=bindings/python and ONNXSTREAM_LIBRARY=<build>/src/libonnxstream.so)
 """
 import argparse
@@ -65,6 +67,7 @@ def main():
     ap.add_argument("--node", required=True)
     ap.add_argument("--zoo", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--stream", help="examples/stream's program: run it on the same chunks too")
     a = ap.parse_args()
     weights = os.path.join(a.zoo, "node_modules", PACKAGE, "weights")
     if not os.path.isdir(weights):
@@ -72,6 +75,7 @@ def main():
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
     chunks = signal()
+    chunks.tofile(os.path.join(a.work, "signal.f32"))
     state0 = np.zeros((2, 1, 128), np.float32)
     np.save(os.path.join(a.work, "chunks.npy"), chunks)
     np.save(os.path.join(a.work, "state0.npy"), state0)
@@ -124,6 +128,15 @@ def main():
               "RSS %.0f MB (Python, NumPy and the library)" % (1e3 * float(np.median(latencies[1:])), CHUNK,
                                                               1e3 * CHUNK / RATE, peak_tracked / 1e6,
                                                               resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3))
+        if a.stream:
+            p = subprocess.run([a.stream, folder, os.path.join(a.work, "signal.f32"), "--input", "input", "--output",
+                                "output", "--state", "state=stateN"], capture_output=True, text=True)
+            lines = [l.split() for l in p.stdout.splitlines() if l.startswith("chunk ")]
+            c_probs = [float(l[4]) for l in lines]
+            check(p.returncode == 0 and len(c_probs) == CHUNKS and rel_l2(c_probs, ort_probs) <= 1e-4,
+                  "%s through examples/stream (C API): %d chunks, relative L2 %.2e; %s"
+                  % (model, len(c_probs), rel_l2(c_probs, ort_probs) if len(c_probs) == CHUNKS else float("inf"),
+                     (p.stdout.strip().splitlines() or [p.stderr.strip()])[-1]))
     finish()
 
 
