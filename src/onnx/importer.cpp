@@ -355,6 +355,7 @@ int simplify(IrGraph &g, ConstantEvaluator &evaluator, const FoldLimits &limits,
         infer_types(g);
         bool changed = fold_constants(g, evaluator, limits, spill);
         changed |= inline_constant_ifs(g);
+        changed |= unroll_loops(g);
         changed |= eliminate_noops(g);
         changed |= fuse_batchnorm_into_conv(g);
         changed |= dedup_constants(g);
@@ -390,8 +391,11 @@ void check_supported(const IrGraph &g) {
                                                 "the shapes it tests with --input-shape, pin the inputs it tests "
                                                 "with --input-value NAME=VALUE"
                                               : "";
+    const char *loop_hint = missing.count("Loop") ? "; a Loop converts when its trip count is known at conversion "
+                                                    "(at most 1024) and its condition stays true"
+                                                  : "";
     fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": ", missing.size(), " operator type", missing.size() == 1 ? "" : "s",
-         " cannot run in onnxstream: ", list, if_hint);
+         " cannot run in onnxstream: ", list, if_hint, loop_hint);
 }
 
 ConvertReport convert_onnx(const std::string &onnx_path, const std::string &out_dir, const ConvertOptions &options) {

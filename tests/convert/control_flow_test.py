@@ -1,11 +1,14 @@
 #!/usr/bin/python3
-"""If in exported models, checked with `onnxstream-convert --check` (ONNX Runtime on the original model):
+"""If and Loop in exported models, checked with `onnxstream-convert --check` (ONNX Runtime on the original model):
 - a scripted PyTorch module branching on its input's shape, with an If nested in the taken branch: for
   three input shapes each conversion takes a different path, leaves no If in model.txt and matches ONNX
   Runtime;
 - a module whose whole graph sits under an If on an input value (a sample rate): with --input-value the
   pinned input leaves the model, each value keeps its own branch, and both match ONNX Runtime given that
   value; without it the conversion fails naming If and --input-value;
+- Loops: PyTorch's `for i in range(x.shape[0])` appending to a list (a sequence) that is stacked after the
+  loop, at two lengths, and hand-made Loops with a scan output and with no iteration, unroll and match ONNX
+  Runtime; a while-style Loop and one of 5000 iterations are refused with the reason;
 - malformed subgraphs and bad --input-value specs fail with a message and exit status 1, never a crash.
 usage: control_flow_test.py --convert CONVERT --node-modules DIR --work DIR
 """
@@ -51,8 +54,22 @@ class OnValue(torch.nn.Module):
         else:
             return torch.tanh(self.b(x)).mean(dim=2)
 
+class Steps(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+    def forward(self, x):
+        h = torch.zeros(x.shape[1], 8)
+        outs = []
+        for i in range(x.shape[0]):
+            h = torch.tanh(self.lin(x[i]) + h)
+            outs.append(h * 2.0)
+        return h, torch.stack(outs)
+
 out = sys.argv[1]
 torch.manual_seed(0)
+torch.onnx.export(torch.jit.script(Steps()), (torch.randn(5, 3, 8),), out + "/steps.onnx", input_names=["x"],
+                  output_names=["h", "all"], opset_version=13, dynamic_axes={"x": {0: "steps"}})
 torch.onnx.export(torch.jit.script(Nested()), (torch.randn(2, 8),), out + "/nested.onnx", input_names=["x"],
                   output_names=["y"], opset_version=13, dynamic_axes={"x": {0: "batch", 1: "width"}})
 torch.onnx.export(torch.jit.script(OnValue()), (torch.randn(1, 1, 64), torch.tensor(16000)), out + "/on_value.onnx",
@@ -71,6 +88,41 @@ def if_model(cond_values, then_outputs, name):
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], initializer=[cond])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     open(out + "/" + name, "wb").write(m.SerializeToString())
+
+# Loops written by hand: acc += x each iteration, scan output acc * 2; trip count and condition vary.
+def loop_model(name, trip, condition="true"):
+    body_nodes = [helper.make_node("Add", ["acc_in", "x"], ["acc_out"]),
+                  helper.make_node("Mul", ["acc_out", "two"], ["scan"])]
+    if condition == "true":
+        body_nodes.append(helper.make_node("Identity", ["cond_in"], ["cond_out"]))
+    else:  # while acc < 10
+        body_nodes += [helper.make_node("ReduceSum", ["acc_out"], ["total"], keepdims=0),
+                       helper.make_node("Less", ["total", "ten"], ["cond_out"])]
+    scan = trip > 0  # a scan output of no iteration has no shape to give
+    body = helper.make_graph(body_nodes, "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [2])] +
+        ([helper.make_tensor_value_info("scan", TensorProto.FLOAT, [2])] if scan else []))
+    start = helper.make_node("Neg", ["x"], ["start"])
+    loop = helper.make_node("Loop", ["trip", "cond", "start"], ["acc", "scans"] if scan else ["acc"], body=body)
+    inits = [helper.make_tensor("trip", TensorProto.INT64, [], [trip]),
+             helper.make_tensor("cond", TensorProto.BOOL, [], [True]),
+             helper.make_tensor("two", TensorProto.FLOAT, [], [2]),
+             helper.make_tensor("ten", TensorProto.FLOAT, [], [10])]
+    outputs = [helper.make_tensor_value_info("acc", TensorProto.FLOAT, [2])]
+    if scan:
+        outputs.append(helper.make_tensor_value_info("scans", TensorProto.FLOAT, [trip, 2]))
+    g = helper.make_graph([start, loop], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], outputs,
+                          initializer=inits)
+    open(out + "/" + name, "wb").write(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+
+loop_model("loop_scan.onnx", 3)
+loop_model("loop_zero_trips.onnx", 0)
+loop_model("loop_while.onnx", 3, condition="while")
+loop_model("loop_too_long.onnx", 5000)
 
 if_model([True, False], 1, "two_value_condition.onnx")
 if_model([True], 2, "branch_output_count.onnx")
@@ -106,8 +158,8 @@ def main():
     def converts(model, folder, *args):
         rc, out = cli(os.path.join(a.work, model), os.path.join(a.work, folder), "--check", *args)
         types = op_types(os.path.join(a.work, folder)) if rc == 0 else []
-        check(rc == 0 and "check passed" in out and "If" not in types,
-              "%s %s: no If left, matches ONNX Runtime%s" % (model, " ".join(args), "" if rc == 0 else ": " + out[-300:]))
+        check(rc == 0 and "check passed" in out and "If" not in types and "Loop" not in types and types,
+              "%s %s: no If or Loop left, matches ONNX Runtime%s" % (model, " ".join(args), "" if rc == 0 else ": " + out[-300:]))
         return types
 
     # The branch taken depends on the shape: Linear a + (x*2 + x) for 2x8, Linear a + Relu for 1x8,
@@ -128,6 +180,19 @@ def main():
     rc, out = cli(os.path.join(a.work, "on_value.onnx"), os.path.join(a.work, "unpinned"))
     check(rc == 1 and "If x1" in out and "--input-value" in out,
           "without --input-value the conversion names If and the option (%s)" % out.strip()[-200:])
+
+    # Loops: torch's `for i in range(x.shape[0])` with a list stacked after it, at two lengths.
+    for steps in (5, 1):
+        t = converts("steps.onnx", "steps_%d" % steps, "--input-shape", "x=%d,3,8" % steps)
+        check("Loop" not in t and t.count("Gemm") == steps and "SequenceInsert" not in t,
+              "%d steps: the loop is %d copies of its body (%s)" % (steps, steps, ",".join(sorted(set(t)))))
+    t = converts("loop_scan.onnx", "loop_scan")
+    check("Loop" not in t and t.count("Add") == 3, "a hand-made Loop with a scan output unrolls (%s)" % ",".join(t))
+    t = converts("loop_zero_trips.onnx", "loop_zero_trips")
+    check(t == ["Neg"], "a Loop of 0 iterations passes its initial value on (%s)" % ",".join(t))
+    for model, want in [("loop_while.onnx", "trip count is known"), ("loop_too_long.onnx", "at most 1024")]:
+        rc, out = cli(os.path.join(a.work, model), os.path.join(a.work, model + ".out"))
+        check(rc == 1 and "Loop x1" in out and want in out, "%s is refused, saying why (%s)" % (model, out.strip()[-200:]))
 
     t = converts("else_taken.onnx", "else_taken")
     check(t == ["Neg"], "a constant false condition keeps the else branch (%s)" % ",".join(t))

@@ -66,6 +66,11 @@ bool fuse_geglu_ffn(IrGraph &g);
 // inside stay Ifs until their own conditions fold).
 bool inline_constant_ifs(IrGraph &g);
 
+// unroll_loop.cpp: a Loop with a constant trip count (up to 1024) and a condition that stays true becomes
+// its body once per iteration; its scan outputs and the lists it appends to (SequenceInsert, then
+// ConcatFromSequence) become Concats.
+bool unroll_loops(IrGraph &g);
+
 // eliminate_dead.cpp: nodes none of whose outputs are used, and constants no node reads.
 bool eliminate_dead_code(IrGraph &g);
 
