@@ -356,6 +356,7 @@ int simplify(IrGraph &g, ConstantEvaluator &evaluator, const FoldLimits &limits,
         bool changed = fold_constants(g, evaluator, limits, spill);
         changed |= inline_constant_ifs(g);
         changed |= unroll_loops(g);
+        changed |= unroll_scans(g);
         changed |= eliminate_noops(g);
         changed |= fuse_batchnorm_into_conv(g);
         changed |= dedup_constants(g);
@@ -394,8 +395,11 @@ void check_supported(const IrGraph &g) {
     const char *loop_hint = missing.count("Loop") ? "; a Loop converts when its trip count is known at conversion "
                                                     "(at most 1024) and its condition stays true"
                                                   : "";
+    const char *scan_hint = missing.count("Scan") ? "; a Scan converts when its scan inputs have static shapes "
+                                                    "(at most 1024 steps)"
+                                                  : "";
     fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": ", missing.size(), " operator type", missing.size() == 1 ? "" : "s",
-         " cannot run in onnxstream: ", list, if_hint, loop_hint);
+         " cannot run in onnxstream: ", list, if_hint, loop_hint, scan_hint);
 }
 
 ConvertReport convert_onnx(const std::string &onnx_path, const std::string &out_dir, const ConvertOptions &options) {

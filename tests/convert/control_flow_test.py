@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""If and Loop in exported models, checked with `onnxstream-convert --check` (ONNX Runtime on the original model):
+"""If, Loop and Scan in exported models, checked with `onnxstream-convert --check` (ONNX Runtime on the original model):
 - a scripted PyTorch module branching on its input's shape, with an If nested in the taken branch: for
   three input shapes each conversion takes a different path, leaves no If in model.txt and matches ONNX
   Runtime;
@@ -9,6 +9,8 @@
 - Loops: PyTorch's `for i in range(x.shape[0])` appending to a list (a sequence) that is stacked after the
   loop, at two lengths, and hand-made Loops with a scan output and with no iteration, unroll and match ONNX
   Runtime; a while-style Loop and one of 5000 iterations are refused with the reason;
+- hand-made Scans, forward and reversed, along axes 0 and 1, at opsets 13 and 11, unroll and match ONNX
+  Runtime; one of 3000 steps is refused;
 - malformed subgraphs and bad --input-value specs fail with a message and exit status 1, never a crash.
 usage: control_flow_test.py --convert CONVERT --node-modules DIR --work DIR
 """
@@ -124,6 +126,30 @@ loop_model("loop_zero_trips.onnx", 0)
 loop_model("loop_while.onnx", 3, condition="while")
 loop_model("loop_too_long.onnx", 5000)
 
+# Scans written by hand: a running sum over the steps, its doubled value scanned out.
+def scan_model(name, x_shape, in_axis=0, in_reverse=0, out_axis=0, out_reverse=0, opset=13):
+    body = helper.make_graph(
+        [helper.make_node("Add", ["acc_in", "x_t"], ["acc_out"]), helper.make_node("Mul", ["acc_out", "two"], ["y_t"])],
+        "body", [helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [2]),
+                 helper.make_tensor_value_info("x_t", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("y_t", TensorProto.FLOAT, [2])],
+        initializer=[helper.make_tensor("two", TensorProto.FLOAT, [], [2])])
+    scan = helper.make_node("Scan", ["start", "x"], ["acc", "ys"], body=body, num_scan_inputs=1,
+                            scan_input_axes=[in_axis], scan_input_directions=[in_reverse],
+                            scan_output_axes=[out_axis], scan_output_directions=[out_reverse])
+    steps = x_shape[in_axis]
+    g = helper.make_graph([helper.make_node("Neg", ["s"], ["start"]), scan], "g",
+                          [helper.make_tensor_value_info("s", TensorProto.FLOAT, [2]),
+                           helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                          [helper.make_tensor_value_info("acc", TensorProto.FLOAT, [2]),
+                           helper.make_tensor_value_info("ys", TensorProto.FLOAT, [steps, 2] if out_axis == 0 else [2, steps])])
+    open(out + "/" + name, "wb").write(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString())
+
+scan_model("scan_sum.onnx", [4, 2])
+scan_model("scan_reversed_axis1.onnx", [2, 5], in_axis=1, in_reverse=1, out_axis=1, out_reverse=1, opset=11)
+scan_model("scan_too_long.onnx", [3000, 2])
+
 if_model([True, False], 1, "two_value_condition.onnx")
 if_model([True], 2, "branch_output_count.onnx")
 if_model([False], 1, "else_taken.onnx")
@@ -158,8 +184,8 @@ def main():
     def converts(model, folder, *args):
         rc, out = cli(os.path.join(a.work, model), os.path.join(a.work, folder), "--check", *args)
         types = op_types(os.path.join(a.work, folder)) if rc == 0 else []
-        check(rc == 0 and "check passed" in out and "If" not in types and "Loop" not in types and types,
-              "%s %s: no If or Loop left, matches ONNX Runtime%s" % (model, " ".join(args), "" if rc == 0 else ": " + out[-300:]))
+        check(rc == 0 and "check passed" in out and not {"If", "Loop", "Scan"} & set(types) and types,
+              "%s %s: no If, Loop or Scan left, matches ONNX Runtime%s" % (model, " ".join(args), "" if rc == 0 else ": " + out[-300:]))
         return types
 
     # The branch taken depends on the shape: Linear a + (x*2 + x) for 2x8, Linear a + Relu for 1x8,
@@ -193,6 +219,15 @@ def main():
     for model, want in [("loop_while.onnx", "trip count is known"), ("loop_too_long.onnx", "at most 1024")]:
         rc, out = cli(os.path.join(a.work, model), os.path.join(a.work, model + ".out"))
         check(rc == 1 and "Loop x1" in out and want in out, "%s is refused, saying why (%s)" % (model, out.strip()[-200:]))
+
+    # Scans: forward along axis 0 (opset 13), and backwards along axis 1 into a reversed axis-1 output
+    # (opset 11: Unsqueeze takes its axes as an attribute).
+    t = converts("scan_sum.onnx", "scan_sum")
+    check("Scan" not in t and t.count("Add") == 4, "a Scan of 4 steps is 4 copies of its body (%s)" % ",".join(t))
+    t = converts("scan_reversed_axis1.onnx", "scan_reversed_axis1")
+    check("Scan" not in t and t.count("Add") == 5, "a reversed Scan along axis 1 unrolls (%s)" % ",".join(sorted(set(t))))
+    rc, out = cli(os.path.join(a.work, "scan_too_long.onnx"), os.path.join(a.work, "scan_too_long.out"))
+    check(rc == 1 and "Scan x1" in out and "1024 steps" in out, "a Scan of 3000 steps is refused (%s)" % out.strip()[-160:])
 
     t = converts("else_taken.onnx", "else_taken")
     check(t == ["Neg"], "a constant false condition keeps the else branch (%s)" % ",".join(t))

@@ -71,6 +71,10 @@ bool inline_constant_ifs(IrGraph &g);
 // ConcatFromSequence) become Concats.
 bool unroll_loops(IrGraph &g);
 
+// unroll_scan.cpp: a Scan whose scan inputs have static shapes (up to 1024 steps) becomes its body once per
+// step, reading Gathers of the step's slices; scan outputs are stacked along their axes.
+bool unroll_scans(IrGraph &g);
+
 // eliminate_dead.cpp: nodes none of whose outputs are used, and constants no node reads.
 bool eliminate_dead_code(IrGraph &g);
 

@@ -30,6 +30,45 @@ std::string SubgraphInliner::fresh_node(const std::string &base) {
     return name;
 }
 
+Node SubgraphInliner::new_node(const std::string &base, const char *type, std::vector<std::string> inputs,
+                               std::vector<std::string> outputs) {
+    Node n;
+    n.name = fresh_node(base);
+    n.op_type = type;
+    n.inputs = std::move(inputs);
+    n.outputs = std::move(outputs);
+    return n;
+}
+
+std::string SubgraphInliner::int64_constant(const std::string &base, Shape shape, const std::vector<int64_t> &values) {
+    const std::string name = fresh_value(base);
+    std::string bytes(reinterpret_cast<const char *>(values.data()), values.size() * sizeof(int64_t));
+    g_.constants.emplace(name, ConstantData::in_memory(kOnnxInt64, std::move(shape), std::move(bytes)));
+    return name;
+}
+
+void SubgraphInliner::stack(const std::vector<std::string> &parts, int64_t axis, bool new_axis,
+                            const std::string &result, const std::string &prefix, std::vector<Node> &out) {
+    std::vector<std::string> pieces;
+    // Unsqueeze takes its axes as an input from opset 13, as an attribute before.
+    const std::string axes = new_axis && g_.opset >= 13 ? int64_constant(prefix + "axes", {1}, {axis}) : "";
+    for (const std::string &p : parts) {
+        if (!new_axis) {
+            pieces.push_back(p);
+            continue;
+        }
+        const std::string piece = fresh_value(prefix + "unsqueezed");
+        Node u = new_node(prefix + "Unsqueeze", "Unsqueeze", {p}, {piece});
+        if (!axes.empty()) u.inputs.push_back(axes);
+        else u.attrs.push_back(ints_attr("axes", {axis}));
+        out.push_back(std::move(u));
+        pieces.push_back(piece);
+    }
+    Node c = new_node(prefix + "Concat", "Concat", pieces, {result});
+    c.attrs.push_back(int_attr("axis", axis));
+    out.push_back(std::move(c));
+}
+
 std::vector<std::string> SubgraphInliner::inline_graph(const onnx::GraphProto &source, const std::string &prefix,
                                                        const std::unordered_map<std::string, std::string> &bind,
                                                        const std::vector<std::string> &outputs,
@@ -87,12 +126,7 @@ std::vector<std::string> SubgraphInliner::inline_graph(const onnx::GraphProto &s
             continue;
         }
         // An output the subgraph passes through from outside, gives twice, or takes from an initializer.
-        Node copy;
-        copy.name = fresh_node(prefix + "output_" + std::to_string(i));
-        copy.op_type = "Identity";
-        copy.inputs = {source_name};
-        copy.outputs = {wanted};
-        out.push_back(std::move(copy));
+        out.push_back(new_node(prefix + "output_" + std::to_string(i), "Identity", {source_name}, {wanted}));
         result.push_back(wanted);
     }
     return result;

@@ -30,6 +30,16 @@ public:
     std::string fresh_value(const std::string &base);
     std::string fresh_node(const std::string &base);
 
+    // A node of the default domain with a fresh name.
+    Node new_node(const std::string &base, const char *type, std::vector<std::string> inputs,
+                  std::vector<std::string> outputs);
+    // A new int64 constant; returns its name.
+    std::string int64_constant(const std::string &base, Shape shape, const std::vector<int64_t> &values);
+    // `result` = Concat along axis of parts, each first given a new dimension there (Unsqueeze, in the
+    // graph's opset's form) when new_axis.
+    void stack(const std::vector<std::string> &parts, int64_t axis, bool new_axis, const std::string &result,
+               const std::string &prefix, std::vector<Node> &out);
+
 private:
     IrGraph &g_;
     std::unordered_set<std::string> used_, node_names_;

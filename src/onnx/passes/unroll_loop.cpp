@@ -116,43 +116,6 @@ bool plan_unroll(const IrGraph &g, const GraphIndex &index, const Node &n, Plan 
     return true;
 }
 
-Node make_node(SubgraphInliner &inliner, const std::string &base, const char *type, std::vector<std::string> inputs,
-               std::vector<std::string> outputs) {
-    Node n;
-    n.name = inliner.fresh_node(base);
-    n.op_type = type;
-    n.inputs = std::move(inputs);
-    n.outputs = std::move(outputs);
-    return n;
-}
-
-// Concat(Unsqueeze(x, axis) for x in parts) along axis into `result` (plain Concat when !stack).
-void stack(IrGraph &g, SubgraphInliner &inliner, const std::string &prefix, const std::vector<std::string> &parts,
-           int64_t axis, bool new_axis, const std::string &result, std::vector<Node> &out) {
-    std::vector<std::string> pieces;
-    std::string axes;
-    if (new_axis && g.opset >= 13) {
-        axes = inliner.fresh_value(prefix + "axes");
-        std::string bytes(reinterpret_cast<const char *>(&axis), sizeof axis);
-        g.constants.emplace(axes, ConstantData::in_memory(kOnnxInt64, {1}, bytes));
-    }
-    for (const std::string &p : parts) {
-        if (!new_axis) {
-            pieces.push_back(p);
-            continue;
-        }
-        const std::string piece = inliner.fresh_value(prefix + "unsqueezed");
-        Node u = make_node(inliner, prefix + "Unsqueeze", "Unsqueeze", {p}, {piece});
-        if (g.opset >= 13) u.inputs.push_back(axes);
-        else u.attrs.push_back(ints_attr("axes", {axis}));
-        out.push_back(std::move(u));
-        pieces.push_back(piece);
-    }
-    Node c = make_node(inliner, prefix + "Concat", "Concat", pieces, {result});
-    c.attrs.push_back(int_attr("axis", axis));
-    out.push_back(std::move(c));
-}
-
 } // namespace
 
 bool unroll_loops(IrGraph &g) {
@@ -183,7 +146,7 @@ bool unroll_loops(IrGraph &g) {
         Node &n = g.nodes[i];
         if (n.op_type == "ConcatFromSequence" && !n.inputs.empty() && lists.count(n.inputs[0])) {
             const int64_t axis = n.attr_int("axis", 0);
-            stack(g, inliner, n.name + "/", lists[n.inputs[0]], axis, n.attr_int("new_axis", 0) != 0, n.outputs[0], out);
+            inliner.stack(lists[n.inputs[0]], axis, n.attr_int("new_axis", 0) != 0, n.outputs[0], n.name + "/", out);
             continue;
         }
         auto p = plans.find(i);
@@ -203,10 +166,7 @@ bool unroll_loops(IrGraph &g) {
         for (int64_t k = 0; k < plan.iterations; ++k) {
             const std::string prefix = cat(n.name, "/", k, "/");
             std::unordered_map<std::string, std::string> bind;
-            const std::string iteration = inliner.fresh_value(prefix + "iteration");
-            std::string bytes(reinterpret_cast<const char *>(&k), sizeof k);
-            g.constants.emplace(iteration, ConstantData::in_memory(kOnnxInt64, {}, bytes));
-            bind[body.input(0).name()] = iteration;
+            bind[body.input(0).name()] = inliner.int64_constant(prefix + "iteration", {}, {k});
             if (always_true_name.empty()) {
                 always_true_name = inliner.fresh_value(n.name + "/condition");
                 g.constants.emplace(always_true_name, ConstantData::in_memory(kOnnxBool, {}, std::string(1, '\1')));
@@ -226,9 +186,9 @@ bool unroll_loops(IrGraph &g) {
         if (plan.iterations == 0)
             for (size_t j = 0; j < carried; ++j)
                 if (!list_slots.count(j))
-                    out.push_back(make_node(inliner, n.name + "/output", "Identity", {current[j]}, {n.outputs[j]}));
+                    out.push_back(inliner.new_node(n.name + "/output", "Identity", {current[j]}, {n.outputs[j]}));
         for (size_t s = 0; s < scans; ++s)
-            stack(g, inliner, cat(n.name, "/scan", s, "/"), scanned[s], 0, true, n.outputs[carried + s], out);
+            inliner.stack(scanned[s], 0, true, n.outputs[carried + s], cat(n.name, "/scan", s, "/"), out);
         for (size_t l = 0; l < plan.lists.size(); ++l) lists[n.outputs[plan.lists[l].carried]] = elements[l];
     }
     g.nodes = std::move(out);
