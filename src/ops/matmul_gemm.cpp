@@ -8,6 +8,7 @@
 #include "ops/matmul_kernels.h"
 #include "ops/quantize.h"
 #include "ops/registry.h"
+#include "ops/shape_common.h"
 #include "tensor/half.h"
 #include "xnnpack/matmul.h"
 
@@ -17,18 +18,6 @@ namespace {
 
 // ---------------------------------------------------------------------------------------------------------
 // Helpers shared by MatMul and Gemm
-
-bool broadcast_shapes(const Shape &a, const Shape &b, Shape &out) {
-    size_t rank = std::max(a.size(), b.size());
-    out.assign(rank, 1);
-    for (size_t i = 0; i < rank; ++i) {
-        int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-        int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-        if (da != db && da != 1 && db != 1) return false;
-        out[i] = da == 1 ? db : da;
-    }
-    return true;
-}
 
 // y[m, n] = x[m, k] · W (+ bias) with W the 2-D weight input `wi`: [K, N] when weight_kn, else [N, K]; any
 // float weight dtype (RunContext::kernel_weight makes it float32). A weight the executor streams is read in
@@ -146,7 +135,7 @@ MatMulShapes matmul_shapes(const InferContext *ictx, const Shape &a, const Shape
                     " has K = ", kb);
     s.a_batch.assign(a.begin(), a.end() - (a_vec ? 1 : 2));
     s.b_batch.assign(b.begin(), b.end() - (b_vec ? 1 : 2));
-    if (!broadcast_shapes(s.a_batch, s.b_batch, s.y_batch) && ictx)
+    if (!shapeops::broadcast_shapes(s.a_batch, s.b_batch, s.y_batch) && ictx)
         ictx->error("batch dimensions of A ", shape_str(a), " and B ", shape_str(b), " do not broadcast");
     s.y = s.y_batch;
     if (!a_vec) s.y.push_back(s.m);

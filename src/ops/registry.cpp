@@ -31,6 +31,7 @@ const Registry &Registry::builtin() {
         register_pool_ops(r);
         register_attention_ops(r);
         register_feed_forward_ops(r);
+        register_quantize_linear_ops(r);
         return r;
     }();
     return registry;

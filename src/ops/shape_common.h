@@ -78,6 +78,19 @@ inline int64_t int_list_length(const InferContext &ctx, size_t i, const char *wh
     return shape_numel(info.shape);
 }
 
+// The numpy-style broadcast of two shapes (MatMul's batch dimensions); false when they do not broadcast.
+inline bool broadcast_shapes(const Shape &a, const Shape &b, Shape &out) {
+    const size_t rank = std::max(a.size(), b.size());
+    out.assign(rank, 1);
+    for (size_t i = 0; i < rank; ++i) {
+        const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+        const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+        if (da != db && da != 1 && db != 1) return false;
+        out[i] = da == 1 ? db : da;
+    }
+    return true;
+}
+
 inline std::vector<int64_t> contiguous_strides(const Shape &shape) {
     std::vector<int64_t> s(shape.size(), 1);
     for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
