@@ -168,7 +168,8 @@ void activate(const Activation &a, float *v, size_t n) {
 void lstm_cell(const LstmCell &cell, const float *xw, float *gates, float *c, float *h_out) {
     const size_t H = cell.hidden;
     float *gi = gates, *go = gates + H, *gf = gates + 2 * H, *gc = gates + 3 * H;
-    const float *pi = cell.peephole, *po = pi + H, *pf = pi + 2 * H;
+    // Offsets into the peepholes only when there are some: arithmetic on a null pointer is undefined.
+    const float *pi = cell.peephole, *po = pi ? pi + H : nullptr, *pf = pi ? pi + 2 * H : nullptr;
     for (size_t j = 0; j < 4 * H; ++j) gates[j] += xw[j];
     if (pi)
         for (size_t j = 0; j < H; ++j) {
