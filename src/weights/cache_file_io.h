@@ -1,5 +1,6 @@
-// File helpers of the weights cache (weight_cache.cpp): whole-range reads and writes, the identity of a
-// source file (size and mtime), and the read-only shared mapping the cache serves tensors from.
+// File helpers of the weights cache (weight_cache.cpp), also used by the weight file and safetensors
+// readers: whole-range reads and writes, the identity of a source file (size and mtime), and the
+// read-only shared mapping the cache serves tensors from.
 #pragma once
 
 #include <cstddef>

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/checked.h"
+#include "weights/cache_file_io.h"
 #include "util/error.h"
 #include "tensor/tensor.h"
 #include "util/strings.h"
@@ -268,39 +269,15 @@ SafetensorsIndex SafetensorsIndex::parse(const char *header, size_t header_bytes
     return index;
 }
 
-namespace {
-
-struct Fd {
-    int fd;
-    explicit Fd(int f) : fd(f) {}
-    ~Fd() {
-        if (fd >= 0) ::close(fd);
-    }
-};
-
-bool pread_exact(int fd, char *dst, uint64_t n, uint64_t offset) {
-    while (n > 0) {
-        const size_t step = static_cast<size_t>(std::min<uint64_t>(n, uint64_t(1) << 30));
-        ssize_t got = ::pread(fd, dst, step, static_cast<off_t>(offset));
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return false;
-        dst += got;
-        n -= static_cast<uint64_t>(got);
-        offset += static_cast<uint64_t>(got);
-    }
-    return true;
-}
-
-} // namespace
 
 SafetensorsIndex SafetensorsIndex::read(const std::string &path) {
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.fd < 0) fail(ONNXSTREAM_ERR_IO, "cannot open safetensors file ", path, ": ", std::strerror(errno));
+    weight_cache::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) fail(ONNXSTREAM_ERR_IO, "cannot open safetensors file ", path, ": ", std::strerror(errno));
     struct stat st;
-    if (::fstat(fd.fd, &st) != 0) fail(ONNXSTREAM_ERR_IO, "cannot stat safetensors file ", path, ": ", std::strerror(errno));
+    if (::fstat(fd.get(), &st) != 0) fail(ONNXSTREAM_ERR_IO, "cannot stat safetensors file ", path, ": ", std::strerror(errno));
     const uint64_t file_size = static_cast<uint64_t>(st.st_size);
     unsigned char length[8];
-    if (file_size < 8 || !pread_exact(fd.fd, reinterpret_cast<char *>(length), 8, 0))
+    if (file_size < 8 || !weight_cache::pread_all(fd.get(), length, 8, 0))
         fail(ONNXSTREAM_ERR_INVALID_MODEL, "safetensors file ", path, ": ", file_size,
              " bytes, shorter than the 8-byte header length");
     uint64_t header_bytes = 0;
@@ -308,7 +285,7 @@ SafetensorsIndex SafetensorsIndex::read(const std::string &path) {
     check_header_length(header_bytes, file_size, path);
     std::string header(static_cast<size_t>(header_bytes), '\0');
     errno = 0;
-    if (!pread_exact(fd.fd, header.data(), header_bytes, 8))
+    if (!weight_cache::pread_all(fd.get(), header.data(), header_bytes, 8))
         fail(ONNXSTREAM_ERR_IO, "cannot read the header of safetensors file ", path, ": ",
              errno ? std::strerror(errno) : "the file ended (it changed while being read)");
     return parse(header.data(), header.size(), file_size, path);

@@ -19,6 +19,7 @@
 #include "util/error.h"
 #include "util/paths.h"
 #include "util/strings.h"
+#include "weights/cache_file_io.h"
 #include "weights/safetensors.h"
 
 namespace onnxstream {
@@ -48,10 +49,8 @@ StoredDType stored_of(DType dtype) {
 }
 
 bool regular_file_size(const std::string &path, uint64_t &size) {
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-    size = static_cast<uint64_t>(st.st_size);
-    return true;
+    int64_t mtime_ns = 0;
+    return weight_cache::stat_file(path, size, mtime_ns);
 }
 
 class Collector {

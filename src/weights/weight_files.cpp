@@ -18,6 +18,7 @@
 #include "util/paths.h"
 #include "util/stopwatch.h"
 #include "util/strings.h"
+#include "weights/cache_file_io.h"
 #include "weights/prepare.h"
 #include "tensor/half.h"
 #include "weights/provider.h"
@@ -110,14 +111,6 @@ bool resolve_in_store(const std::string &folder, const WeightSpec &spec, const s
     return true;
 }
 
-struct Fd {
-    int fd;
-    explicit Fd(int f) : fd(f) {}
-    ~Fd() {
-        if (fd >= 0) ::close(fd);
-    }
-};
-
 // Reads up to n bytes at offset; returns how many (short only at the end of the file).
 uint64_t pread_full(int fd, void *dst, uint64_t n, uint64_t offset) {
     uint64_t done = 0;
@@ -154,11 +147,11 @@ void widen_bf16(const uint16_t *src, size_t count, Tensor &dst) {
 // `bytes` of the weight's data (as stored) from `offset` within its range into t. Returns bytes read.
 uint64_t read_range(const ResolvedWeight &file, Tensor &t, uint64_t offset, uint64_t bytes,
                     std::atomic<uint64_t> *copied) {
-    Fd fd(::open(file.path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.fd < 0) fail(ONNXSTREAM_ERR_IO, "cannot open weight file ", file.path, ": ", std::strerror(errno));
-    if (!file.bf16) return pread_full(fd.fd, t.raw(), bytes, file.offset + offset);
+    weight_cache::Fd fd(::open(file.path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) fail(ONNXSTREAM_ERR_IO, "cannot open weight file ", file.path, ": ", std::strerror(errno));
+    if (!file.bf16) return pread_full(fd.get(), t.raw(), bytes, file.offset + offset);
     std::vector<uint16_t> stored(static_cast<size_t>(bytes / 2));
-    const uint64_t got = pread_full(fd.fd, stored.data(), bytes, file.offset + offset);
+    const uint64_t got = pread_full(fd.get(), stored.data(), bytes, file.offset + offset);
     if (got == bytes) {
         widen_bf16(stored.data(), stored.size(), t);
         if (copied) *copied += t.byte_size();
@@ -224,9 +217,9 @@ Tensor read_weight_file(const ResolvedWeight &file, const WeightSpec &spec, cons
              file.whole_file ? std::string() : cat(" at offset ", file.offset, " (weight ", spec.file, ")"));
     if (file.whole_file) {
         // The size was checked when the file was resolved; a file that grew since is not the one checked.
-        Fd fd(::open(file.path.c_str(), O_RDONLY | O_CLOEXEC));
+        weight_cache::Fd fd(::open(file.path.c_str(), O_RDONLY | O_CLOEXEC));
         char extra;
-        if (fd.fd >= 0 && pread_full(fd.fd, &extra, 1, want) == 1)
+        if (fd.get() >= 0 && pread_full(fd.get(), &extra, 1, want) == 1)
             fail(ONNXSTREAM_ERR_IO, "weight file ", file.path, " is larger than the declared ", want, " bytes");
     }
     return serve_layout(std::move(t), spec, alloc, copied);
@@ -283,8 +276,8 @@ bool read_stored_scales(const std::string &folder, const std::string &file, size
     if (t->dtype != StoredDType::F32 || t->shape != Shape{static_cast<int64_t>(channels)})
         fail(ONNXSTREAM_ERR_INVALID_MODEL, where, ": scales '", file, "' in ", store->path(), " are ",
              stored_dtype_name(t->dtype), " ", shape_str(t->shape), " but weight ", weight, " needs F32 (", channels, ")");
-    Fd fd(::open(store->path().c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.fd < 0 || pread_full(fd.fd, values.data(), t->bytes, t->offset) != t->bytes)
+    weight_cache::Fd fd(::open(store->path().c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0 || pread_full(fd.get(), values.data(), t->bytes, t->offset) != t->bytes)
         fail(ONNXSTREAM_ERR_IO, where, ": cannot read scales '", file, "' from ", store->path());
     return true;
 }
