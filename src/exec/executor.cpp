@@ -165,6 +165,10 @@ void Executor::gather_inputs(const Node &node, const NodeLayout *layout, NodeInp
         if (ni.kind == NodeInput::Value) {
             const Tensor &t = live_[static_cast<size_t>(ni.value)];
             const std::string &name = graph_.values()[static_cast<size_t>(ni.value)].name;
+            if (t.empty() && node.def->reads_absent_values) { // a value of a branch that did not run
+                in.ptrs.push_back(nullptr);
+                continue;
+            }
             if (t.empty()) fail(ONNXSTREAM_ERR_INTERNAL, node.where, ": input '", name, "' is not available");
             const Tensor *p = &t;
             if (follow && layout->in_nhwc[k]) {
@@ -261,6 +265,20 @@ void Executor::run_node(const Node &node) {
     }
 }
 
+bool Executor::guard_holds(const Node &node) const {
+    if (node.guard < 0) return true;
+    const Tensor &g = live_[static_cast<size_t>(node.guard)];
+    // Absent: the guard belongs to an enclosing branch that did not run.
+    return !g.empty() && int_at(g, 0) != 0;
+}
+
+void Executor::skip_node(const Node &node) {
+    for (int v : plan_.free_after[static_cast<size_t>(node.index)]) {
+        live_[static_cast<size_t>(v)] = Tensor();
+        other_[static_cast<size_t>(v)] = Tensor();
+    }
+}
+
 void Executor::run_node_profiled(const Node &node) {
     OpTiming t;
     t.node = static_cast<size_t>(node.index);
@@ -305,8 +323,9 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, const Progr
     // Streamed weights are read by their ops in chunks, never fetched whole: keep them out of read-ahead.
     std::vector<WeightSpec> fetch_order;
     fetch_order.reserve(plan_.fetch_order.size());
+    // So are the weights of guarded nodes (run-time If branches): only the branch that runs reads its own.
     for (const Node &node : nodes)
-        for (size_t k = 0; k < node.inputs.size(); ++k)
+        for (size_t k = 0; k < node.inputs.size() && node.guard < 0; ++k)
             if (node.inputs[k].kind == NodeInput::Weight && !streams(node, k, options_))
                 fetch_order.push_back(node.inputs[k].weight);
     ScopedWorkerPolicy worker_policy(options_.spin_workers);
@@ -314,7 +333,8 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, const Progr
     RunScope scope(provider_, fetch_order, alloc_);
     for (const Node &node : nodes) {
         Stopwatch node_watch;
-        if (profiler_) run_node_profiled(node);
+        if (!guard_holds(node)) skip_node(node);
+        else if (profiler_) run_node_profiled(node);
         else run_node(node);
         if (progress) {
             OpProgress p{static_cast<size_t>(node.index), nodes.size(), node.line, node_watch.elapsed_us(),
@@ -328,7 +348,12 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, const Progr
     if (profiler_) profiler_->end_run(run_watch.elapsed_ns());
     std::vector<Tensor> outputs;
     // Users always get NCHW (the plan never leaves an output NHWC; this keeps it so whatever an op did).
-    for (int v : graph_.outputs()) outputs.push_back(in_layout(v, false));
+    for (int v : graph_.outputs()) {
+        if (live_[static_cast<size_t>(v)].empty())
+            fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "output '", graph_.values()[static_cast<size_t>(v)].name,
+                 "' was not computed in this run: it belongs to an If branch that did not run");
+        outputs.push_back(in_layout(v, false));
+    }
     return outputs;
 }
 

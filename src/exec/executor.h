@@ -59,6 +59,10 @@ public:
 private:
     struct NodeInputs;
     void run_node(const Node &node);
+    // Whether a guarded node's guard (a run-time If's branch condition) holds in this run.
+    bool guard_holds(const Node &node) const;
+    // What running the node would have freed, without running it.
+    void skip_node(const Node &node);
     // run_node, measured into the profiler.
     void run_node_profiled(const Node &node);
     void gather_inputs(const Node &node, const NodeLayout *layout, NodeInputs &in);

@@ -98,6 +98,15 @@ Graph::Graph(ModelText text, const std::string &source) : text_(std::move(text))
             }
             node.inputs.push_back(std::move(in));
         }
+        for (const AttributeText &a : op.attrs) {
+            if (a.key != kGuardAttribute) continue;
+            auto it = by_name_.find(a.value);
+            if (it == by_name_.end())
+                fail(ONNXSTREAM_ERR_INVALID_MODEL, source_, ":", op.line, ":", a.column, ": ", kGuardAttribute,
+                     " names tensor '", a.value, "', which no earlier line uses or produces");
+            node.guard = it->second;
+            values_[static_cast<size_t>(node.guard)].consumers.push_back(node.index);
+        }
         for (const TensorRef &ref : op.outputs) {
             int id = intern(ref, op);
             Value &v = values_[static_cast<size_t>(id)];
@@ -151,8 +160,6 @@ void Graph::add_output(int value) {
 void Graph::declare_outputs(const std::vector<int> &declared) {
     std::vector<int> outputs;
     for (int v : declared)
-        if (std::find(outputs.begin(), outputs.end(), v) == outputs.end()) outputs.push_back(v);
-    for (int v : outputs_)
         if (std::find(outputs.begin(), outputs.end(), v) == outputs.end()) outputs.push_back(v);
     outputs_ = std::move(outputs);
 }

@@ -39,6 +39,9 @@ struct Node {
     Attributes attrs;
     std::vector<NodeInput> inputs;
     std::vector<int> outputs; // value indices
+    // The value (one-element bool) that decides whether the node runs (kGuardAttribute), or -1. A skipped
+    // node's outputs stay absent; only the nodes of its branch and IfMerge read them.
+    int guard = -1;
     NodeView view() const { return {line->name, line->type, where, attrs}; }
 };
 
@@ -69,8 +72,8 @@ public:
     int find_value(const std::string &name) const;
     // Mark a consumed tensor as an output too (kept after its last use).
     void add_output(int value);
-    // The outputs the source model declares, in its order (outputs.txt beside model.txt); the values
-    // model.txt implies (computed and never read) that are not among them follow.
+    // The outputs the source model declares, in its order (outputs.txt beside model.txt). Values model.txt
+    // implies (computed and never read) that are not among them are dropped as soon as they are computed.
     void declare_outputs(const std::vector<int> &declared);
     // Attach the per-channel scales of a per-channel weight input (weights/weight_files.h reads them).
     void set_channel_scales(size_t node, size_t input, std::shared_ptr<const std::vector<float>> scales);

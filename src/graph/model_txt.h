@@ -14,6 +14,10 @@
 
 namespace onnxstream {
 
+// The attribute that makes an op conditional: `onnxstream_guard:VALUE` runs the op only when VALUE, a
+// one-element bool activation computed earlier, holds true (see docs/model-format.md, "Run-time If").
+constexpr const char *kGuardAttribute = "onnxstream_guard";
+
 struct TensorRef {
     bool present = true;     // false for an omitted optional input (";;")
     bool is_weight = false;  // "file.bin(dtype:...)"

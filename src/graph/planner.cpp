@@ -18,6 +18,14 @@ Plan make_plan(const Graph &graph, const std::vector<TensorInfo> &input_infos, c
 
     std::map<std::string, Tensor> constants; // small weights loaded for inference, dropped at the end
     for (const Node &node : nodes) {
+        if (node.guard >= 0) {
+            const std::optional<TensorInfo> &known = plan.values[static_cast<size_t>(node.guard)];
+            const TensorInfo g = known ? *known : TensorInfo{};
+            if (!known || g.dtype != DType::Bool || shape_numel(g.shape) != 1)
+                fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": its ", kGuardAttribute, " '",
+                     graph.values()[static_cast<size_t>(node.guard)].name, "' is ", dtype_name(g.dtype), " ",
+                     shape_str(g.shape), "; a guard is one bool");
+        }
         std::vector<std::optional<TensorInfo>> in_infos;
         for (const NodeInput &in : node.inputs) {
             if (in.kind == NodeInput::Value) in_infos.push_back(plan.values[static_cast<size_t>(in.value)]);
@@ -54,14 +62,14 @@ Plan make_plan(const Graph &graph, const std::vector<TensorInfo> &input_infos, c
             if (in.kind == NodeInput::Weight) plan.fetch_order.push_back(in.weight);
     }
 
-    // A value dies after its last consumer unless it is a graph output. Values nobody consumes and that
-    // are not outputs cannot exist (they would be outputs), so only consumed values are freed.
+    // A value dies after its last consumer unless it is a graph output. One nobody consumes that is not an
+    // output (a result outputs.txt leaves out) dies right after the op that computes it.
     std::vector<bool> is_output(graph.values().size(), false);
     for (int v : graph.outputs()) is_output[static_cast<size_t>(v)] = true;
     for (size_t v = 0; v < graph.values().size(); ++v) {
         const Value &val = graph.values()[v];
-        if (is_output[v] || val.consumers.empty()) continue;
-        int last = *std::max_element(val.consumers.begin(), val.consumers.end());
+        if (is_output[v] || (val.consumers.empty() && val.producer < 0)) continue;
+        int last = val.consumers.empty() ? val.producer : *std::max_element(val.consumers.begin(), val.consumers.end());
         plan.free_after[static_cast<size_t>(last)].push_back(static_cast<int>(v));
     }
     return plan;

@@ -370,7 +370,10 @@ int simplify(IrGraph &g, ConstantEvaluator &evaluator, const FoldLimits &limits,
         changed |= fuse_geglu_ffn(g);
         changed |= fuse_attention(g);
         changed |= eliminate_dead_code(g);
-        if (!changed) return round;
+        changed |= settle_guards(g);
+        // Only Ifs that no folding can decide are left: run them in the engine, branches guarded, and
+        // simplify the branches' nodes with the rest of the graph.
+        if (!changed && !flatten_ifs(g)) return round;
     }
     infer_types(g);
     return kMaxRounds;
@@ -388,10 +391,6 @@ void check_supported(const IrGraph &g) {
     std::string list;
     for (const auto &kv : missing)
         list += cat(list.empty() ? "" : "; ", kv.first, " x", kv.second.first, " (first: '", kv.second.second, "')");
-    const char *if_hint = missing.count("If") ? "; an If converts when its condition is known at conversion: fix "
-                                                "the shapes it tests with --input-shape, pin the inputs it tests "
-                                                "with --input-value NAME=VALUE"
-                                              : "";
     const char *loop_hint = missing.count("Loop") ? "; a Loop converts when its trip count is known at conversion "
                                                     "(at most 1024) and its condition stays true"
                                                   : "";
@@ -399,7 +398,7 @@ void check_supported(const IrGraph &g) {
                                                     "(at most 1024 steps)"
                                                   : "";
     fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": ", missing.size(), " operator type", missing.size() == 1 ? "" : "s",
-         " cannot run in onnxstream: ", list, if_hint, loop_hint, scan_hint);
+         " cannot run in onnxstream: ", list, loop_hint, scan_hint);
 }
 
 ConvertReport convert_onnx(const std::string &onnx_path, const std::string &out_dir, const ConvertOptions &options) {

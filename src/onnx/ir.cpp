@@ -433,6 +433,7 @@ GraphIndex::GraphIndex(const IrGraph &g) {
         for (const auto &in : n.inputs)
             if (!in.empty()) consumers[in].push_back(static_cast<int>(i));
         for (const auto &in : n.captures) consumers[in].push_back(static_cast<int>(i));
+        if (!n.guard.empty()) consumers[n.guard].push_back(static_cast<int>(i));
         for (const auto &out : n.outputs)
             if (!out.empty()) producer[out] = static_cast<int>(i);
     }
@@ -465,6 +466,7 @@ void topo_sort(IrGraph &g) {
         std::unordered_set<int> deps;
         std::vector<std::string> reads = g.nodes[i].inputs;
         reads.insert(reads.end(), g.nodes[i].captures.begin(), g.nodes[i].captures.end());
+        reads.push_back(g.nodes[i].guard);
         for (const auto &in : reads) {
             if (in.empty() || available.count(in) || g.is_constant(in)) continue;
             auto it = producer.find(in);
@@ -535,6 +537,7 @@ void replace_uses(IrGraph &g, const std::string &from, const std::string &to) {
     for (Node &n : g.nodes) {
         for (auto &in : n.inputs)
             if (in == from) in = to;
+        if (n.guard == from) n.guard = to;
         if (std::find(n.captures.begin(), n.captures.end(), from) == n.captures.end()) continue;
         const std::unordered_map<std::string, std::string> rename{{from, to}};
         for (auto &a : n.attrs) {

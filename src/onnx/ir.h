@@ -122,6 +122,9 @@ struct Node {
     // Outer values read inside the node's subgraph attributes (If branches, Loop/Scan bodies): inputs in
     // all but name, so ordering, liveness and renaming see them. Kept current by set_captures().
     std::vector<std::string> captures;
+    // The value that decides whether the node runs at all (a one-element bool): set on the nodes of If
+    // branches whose condition is only known at run time (passes/flatten_if.cpp). Read like an input.
+    std::string guard;
 
     const onnx::AttributeProto *attr(const std::string &key) const;
     int64_t attr_int(const std::string &key, int64_t fallback) const;

@@ -299,10 +299,11 @@ void keep_fp16_where_engine_runs(const IrGraph &g, const ModelText &text, std::m
     }
 }
 
-// Every graph output must be computed by an op. model.txt's outputs are the tensors nothing reads; when a
-// declared output is also read inside the graph, outputs.txt lists the declared ones (returned here).
-std::string check_graph_outputs(const IrGraph &g, const GraphIndex &idx, WriteSummary &summary) {
-    bool consumed = false;
+// Every graph output must be computed by an op. model.txt's outputs are the tensors nothing reads; the
+// listing for outputs.txt is returned, and `consumed` says whether a declared output is also read inside
+// the graph (so model.txt alone cannot say it is an output).
+std::string check_graph_outputs(const IrGraph &g, const GraphIndex &idx, WriteSummary &summary, bool &consumed) {
+    consumed = false;
     std::string listing;
     for (const auto &out : g.outputs) {
         if (g.is_constant(out))
@@ -318,7 +319,7 @@ std::string check_graph_outputs(const IrGraph &g, const GraphIndex &idx, WriteSu
         }
         listing += escape_name(out) + "\n";
     }
-    return consumed ? listing : std::string();
+    return listing;
 }
 
 // The weight files: one per constant, plus the OHWI twin of 4-D Conv weights, stored as the options ask.
@@ -363,7 +364,8 @@ OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSumma
     auto &weights = plan.weights;
     auto &text = plan.text;
     GraphIndex idx(g);
-    plan.declared_outputs = check_graph_outputs(g, idx, summary);
+    bool declared_consumed = false, unused_kept = false;
+    const std::string listing = check_graph_outputs(g, idx, summary, declared_consumed);
     plan_weights(g, options, weights);
 
     // model.txt
@@ -384,6 +386,7 @@ OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSumma
         line.name = op_name_text(n, i);
         line.type = n.engine_type();
         line.attrs = attributes_text(n, g.model_dir);
+        if (!n.guard.empty()) line.attrs.push_back({kGuardAttribute, escape_name(n.guard), 0});
         line.has_attr_section = !line.attrs.empty();
         size_t n_inputs = n.inputs.size();
         while (n_inputs > 0 && n.inputs[n_inputs - 1].empty()) --n_inputs;
@@ -427,13 +430,17 @@ OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSumma
             if (n.outputs[k].empty())
                 fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": ", n.describe(), ": output ", k,
                      " is omitted but a later one is used; model.txt cannot leave out a middle output");
-            if (!idx.is_used(n.outputs[k]))
+            if (!idx.is_used(n.outputs[k])) {
                 summary.notes.push_back(cat("'", n.outputs[k], "' (output ", k, " of ", n.describe(),
-                                            ") is unused but cannot be left out, so it becomes an extra model output"));
+                                            ") is unused but cannot be left out of model.txt; outputs.txt keeps it "
+                                            "from becoming a model output"));
+                unused_kept = true;
+            }
             line.outputs.push_back(activation_ref(n.outputs[k], n));
         }
         text.ops.push_back(std::move(line));
     }
+    if (declared_consumed || unused_kept) plan.declared_outputs = listing;
 
     if (options.fp16) keep_fp16_where_engine_runs(g, text, weights);
     for (size_t i = 0; i < g.nodes.size(); ++i)

@@ -286,6 +286,9 @@ struct OpDef {
     bool output_may_reuse_input = false;
     // Further such inputs, one bit per input index, for ops with more than one big weight.
     uint32_t streamable_weight_mask = 0;
+    // Value inputs that were not computed this run (outputs of an If branch that did not run) reach the op
+    // as absent inputs instead of failing the run (IfMerge).
+    bool reads_absent_values = false;
     // The layout input i's kernel is read in (RunContext::kernel_weight).
     Layout kernel_layout(size_t input) const {
         return ohwi_weight_input == static_cast<int>(input) ? Layout::OHWI : Layout::Plain;
@@ -325,6 +328,10 @@ struct OpDef {
     }
     OpDef &with_streamable_weight_mask(uint32_t mask) {
         streamable_weight_mask = mask;
+        return *this;
+    }
+    OpDef &with_absent_values() {
+        reads_absent_values = true;
         return *this;
     }
 };

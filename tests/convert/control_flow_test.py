@@ -5,20 +5,26 @@
   Runtime;
 - a module whose whole graph sits under an If on an input value (a sample rate): with --input-value the
   pinned input leaves the model, each value keeps its own branch, and both match ONNX Runtime given that
-  value; without it the conversion fails naming If and --input-value;
+  value; without it the If runs in the engine (both branches guarded, an IfMerge), matches ONNX Runtime for
+  each value, gives the pinned conversions' outputs exactly and reads only the taken branch's weights; the
+  same with an If nested in a branch, for each path through the two;
+- an LSTM whose sequence output nobody reads: that output is not a model output of the conversion;
 - Loops: PyTorch's `for i in range(x.shape[0])` appending to a list (a sequence) that is stacked after the
   loop, at two lengths, and hand-made Loops with a scan output and with no iteration, unroll and match ONNX
   Runtime; a while-style Loop and one of 5000 iterations are refused with the reason;
 - hand-made Scans, forward and reversed, along axes 0 and 1, at opsets 13 and 11, unroll and match ONNX
   Runtime; one of 3000 steps is refused;
 - malformed subgraphs and bad --input-value specs fail with a message and exit status 1, never a crash.
-usage: control_flow_test.py --convert CONVERT --node-modules DIR --work DIR
+usage: control_flow_test.py --convert CONVERT --run RUN --node-modules DIR --work DIR
 """
 import argparse
+import json
 import os
 import shutil
 import subprocess
 import sys
+
+import numpy as np
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
@@ -56,6 +62,31 @@ class OnValue(torch.nn.Module):
         else:
             return torch.tanh(self.b(x)).mean(dim=2)
 
+class NestedOnValue(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+        self.b = torch.nn.Linear(8, 8)
+        self.c = torch.nn.Linear(8, 8)
+    def forward(self, x, mode):
+        if mode > 0:
+            y = self.a(x)
+            if mode > 1:
+                y = torch.relu(y) + self.c(x)
+            else:
+                y = y * 2.0
+        else:
+            y = self.b(x)
+        return y
+
+class LastState(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(8, 6)
+    def forward(self, x):
+        _, (h, c) = self.lstm(x)
+        return h
+
 class Steps(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -74,6 +105,10 @@ torch.onnx.export(torch.jit.script(Steps()), (torch.randn(5, 3, 8),), out + "/st
                   output_names=["h", "all"], opset_version=13, dynamic_axes={"x": {0: "steps"}})
 torch.onnx.export(torch.jit.script(Nested()), (torch.randn(2, 8),), out + "/nested.onnx", input_names=["x"],
                   output_names=["y"], opset_version=13, dynamic_axes={"x": {0: "batch", 1: "width"}})
+torch.onnx.export(torch.jit.script(NestedOnValue()), (torch.randn(2, 8), torch.tensor(2)), out + "/nested_on_value.onnx",
+                  input_names=["x", "mode"], output_names=["y"], opset_version=13)
+torch.onnx.export(LastState(), (torch.randn(5, 1, 8),), out + "/last_state.onnx", input_names=["x"],
+                  output_names=["h"], opset_version=13)
 torch.onnx.export(torch.jit.script(OnValue()), (torch.randn(1, 1, 64), torch.tensor(16000)), out + "/on_value.onnx",
                   input_names=["x", "sr"], output_names=["y"], opset_version=13)
 
@@ -161,9 +196,30 @@ def op_types(folder):
         return [line.split("*", 1)[0].rsplit(":", 1)[1] for line in f if line.strip()]
 
 
+def weight_bytes_by_guard(folder):
+    """Bytes of the weight files that model.txt's unguarded lines read ("always") and that lines under the first
+    If's then- and else-guards read (each reference is one read of the file per run)."""
+    sizes = {"always": 0, "then": 0, "else": 0}
+    lines = [l.rstrip("\n") for l in open(os.path.join(folder, "model.txt")) if l.strip()]
+    else_guard = next(l.split("*output:")[1].split("(")[0] for l in lines if ":Not*" in l)
+    for l in lines:
+        parts = l.split("*")
+        attrs = dict(kv.split(":", 1) for kv in parts[3].split(";")) if len(parts) > 3 and parts[3] else {}
+        guard = attrs.get("onnxstream_guard")
+        kind = "always" if guard is None else ("else" if guard == else_guard else "then")
+        for ref in parts[1][len("input:"):].split(";"):
+            name = ref.split("(")[0]
+            if name.endswith(".bin"):
+                stem = name[:-len("_nchw.bin")] if name.endswith("_nchw.bin") else name[:-4]
+                files = [f for f in os.listdir(folder) if f in (name, stem + "_nhwc.bin")]
+                sizes[kind] += os.path.getsize(os.path.join(folder, files[0]))
+    return sizes
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--convert", required=True)
+    ap.add_argument("--run", required=True)
     ap.add_argument("--node-modules", required=True)
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
@@ -180,6 +236,38 @@ def main():
     def cli(*args):
         p = subprocess.run([convert] + list(args), capture_output=True, text=True, env=env)
         return p.returncode, p.stdout + p.stderr
+
+    run_exe = cross_exe.wrap(a.run)
+
+    def run(folder, **inputs):
+        """onnxstream-run on FOLDER with inputs NAME=FILE (in the work folder); returns its outputs and bytes read."""
+        out_dir = folder + ".out"
+        shutil.rmtree(out_dir, ignore_errors=True)
+        args = [folder, "--json", "--output-dir", out_dir]
+        for name, f in inputs.items():
+            args += ["--input", "%s=%s" % (name, os.path.join(a.work, f))]
+        p = subprocess.run([run_exe] + args, capture_output=True, text=True)
+        if p.returncode != 0:
+            check(False, "onnxstream-run %s: %s" % (folder, (p.stdout + p.stderr)[-300:]))
+            return {}, 0
+        report = json.loads(p.stdout)
+        return ({o["name"]: np.load(o["file"]) for o in report["outputs"]}, report["weights"][0]["bytes_read"])
+
+    def runtime_if(model, folder, name, values, dtype):
+        """Convert MODEL with no --input-value; check it against ONNX Runtime for each value of input NAME."""
+        rc, out = cli(os.path.join(a.work, model), os.path.join(a.work, folder))
+        check(rc == 0, "%s converts without --input-value%s" % (model, "" if rc == 0 else ": " + out[-300:]))
+        if rc != 0:
+            return []
+        for v in values:
+            given = os.path.join(a.work, "%s_%s_%s" % (folder, name, v))
+            os.makedirs(given, exist_ok=True)
+            np.save(os.path.join(given, name + ".npy"), np.array(v, dtype=dtype))
+            rc, out = cli(os.path.join(a.work, model), os.path.join(a.work, folder), "--check-only", "--check-inputs",
+                          given, "--check-tolerance", "1e-5")
+            check(rc == 0 and "check passed" in out, "%s, %s=%s: the engine's If matches ONNX Runtime%s"
+                  % (model, name, v, "" if rc == 0 else ": " + out[-300:]))
+        return op_types(os.path.join(a.work, folder))
 
     def converts(model, folder, *args):
         rc, out = cli(os.path.join(a.work, model), os.path.join(a.work, folder), "--check", *args)
@@ -203,9 +291,24 @@ def main():
     check("Tanh" in t and "Sigmoid" not in t, "sr=8000 keeps the tanh branch (%s)" % ",".join(t))
     with open(os.path.join(a.work, "sr16k", "model.txt")) as f:
         check("sr(" not in f.read(), "the pinned input is no longer an input of the converted model")
-    rc, out = cli(os.path.join(a.work, "on_value.onnx"), os.path.join(a.work, "unpinned"))
-    check(rc == 1 and "If x1" in out and "--input-value" in out,
-          "without --input-value the conversion names If and the option (%s)" % out.strip()[-200:])
+    # Without --input-value the If runs in the engine: both branches guarded, only the taken one runs.
+    t = runtime_if("on_value.onnx", "unpinned", "sr", [16000, 8000, 44100], np.int64)
+    check("IfMerge" in t and "Sigmoid" in t and "Tanh" in t, "both branches are in model.txt (%s)" % ",".join(t))
+    x = np.random.default_rng(3).standard_normal((1, 1, 64)).astype(np.float32)
+    np.save(os.path.join(a.work, "x.npy"), x)
+    read = {}
+    for sr, pinned in ((16000, "sr16k"), (8000, "sr8k")):
+        np.save(os.path.join(a.work, "sr.npy"), np.array(sr, dtype=np.int64))
+        y, read[sr] = run(os.path.join(a.work, "unpinned"), x="x.npy", sr="sr.npy")
+        y_pinned, _ = run(os.path.join(a.work, pinned), x="x.npy")
+        check(np.array_equal(y["y"], y_pinned["y"]), "sr=%d: the engine's If gives the pinned conversion's output" % sr)
+    branch = weight_bytes_by_guard(os.path.join(a.work, "unpinned"))
+    check(read[16000] == branch["always"] + branch["then"] and read[8000] == branch["always"] + branch["else"],
+          "only the taken branch's weights are read: %s bytes for sr=16000, %s for 8000 (weights: %s)"
+          % (read[16000], read[8000], branch))
+    # Nested: an If inside the then-branch, all on an input value.
+    t = runtime_if("nested_on_value.onnx", "nested_on_value", "mode", [0, 1, 2, 5], np.int64)
+    check(t.count("IfMerge") == 2 and "If" not in t, "both Ifs run in the engine (%s)" % ",".join(t))
 
     # Loops: torch's `for i in range(x.shape[0])` with a list stacked after it, at two lengths.
     for steps in (5, 1):
@@ -228,6 +331,12 @@ def main():
     check("Scan" not in t and t.count("Add") == 5, "a reversed Scan along axis 1 unrolls (%s)" % ",".join(sorted(set(t))))
     rc, out = cli(os.path.join(a.work, "scan_too_long.onnx"), os.path.join(a.work, "scan_too_long.out"))
     check(rc == 1 and "Scan x1" in out and "1024 steps" in out, "a Scan of 3000 steps is refused (%s)" % out.strip()[-160:])
+
+    # An LSTM whose sequence output Y nobody reads: model.txt must list Y, outputs.txt keeps it out.
+    converts("last_state.onnx", "last_state")
+    np.save(os.path.join(a.work, "x_seq.npy"), np.zeros((5, 1, 8), np.float32))
+    outs, _ = run(os.path.join(a.work, "last_state"), x="x_seq.npy")
+    check(sorted(outs) == ["h"], "the LSTM's unused Y is not a model output (outputs: %s)" % sorted(outs))
 
     t = converts("else_taken.onnx", "else_taken")
     check(t == ["Neg"], "a constant false condition keeps the else branch (%s)" % ",".join(t))

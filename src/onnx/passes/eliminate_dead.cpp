@@ -21,6 +21,7 @@ bool eliminate_dead_code(IrGraph &g) {
         for (const auto &in : n.inputs)
             if (!in.empty()) live.insert(in);
         live.insert(n.captures.begin(), n.captures.end());
+        if (!n.guard.empty()) live.insert(n.guard);
     }
     if (changed) {
         std::vector<Node> kept;

@@ -55,8 +55,11 @@ bool inline_constant_ifs(IrGraph &g) {
         if (static_cast<size_t>(branch->g().output_size()) != n.outputs.size())
             fail(ONNXSTREAM_ERR_INVALID_MODEL, g.source, ": ", n.describe(), ": ", which, " has ",
                  branch->g().output_size(), " outputs but the If has ", n.outputs.size());
+        const size_t first = out.size();
         inliner.inline_graph(branch->g(), cat(n.name, "/", taken ? "then" : "else", "/"), {}, n.outputs,
                              cat(g.source, ": ", n.describe(), ": ", which), out);
+        // An If inside a run-time branch (flatten_if.cpp) keeps that branch's guard on what replaces it.
+        for (size_t i = first; i < out.size(); ++i) out[i].guard = n.guard;
     }
     g.nodes = std::move(out);
     // The branch's nodes sit where the If was; what they read from outside may come later in the old order.

@@ -66,6 +66,15 @@ bool fuse_geglu_ffn(IrGraph &g);
 // inside stay Ifs until their own conditions fold).
 bool inline_constant_ifs(IrGraph &g);
 
+// flatten_if.cpp: an If whose condition is only known at run time becomes both branches' nodes, guarded
+// by the condition (Node::guard), and an IfMerge node that takes each output from the branch that ran.
+// Nested Ifs come out as guarded Ifs for the next call.
+bool flatten_ifs(IrGraph &g);
+
+// settle_guards.cpp: after other passes replaced guarded nodes, gives every node the guard its inputs and
+// readers imply (see the file). Throws UNSUPPORTED when a guard folded to a constant.
+bool settle_guards(IrGraph &g);
+
 // unroll_loop.cpp: a Loop with a constant trip count (up to 1024) and a condition that stays true becomes
 // its body once per iteration; its scan outputs and the lists it appends to (SequenceInsert, then
 // ConcatFromSequence) become Concats.
