@@ -100,6 +100,20 @@ void install() {
                 });
         }
     }
+    // Data propagation (the shape values Shape -> Gather -> Concat chains carry): ONNX 1.12's Shape reads its
+    // input's type without checking that it is known, and crashes on one that is not (the branches of a
+    // run-time If before their inner Ifs resolve). Such a Shape propagates nothing instead.
+    for (const onnx::OpSchema &copy : onnx::OpSchemaRegistry::get_all_schemas_with_history()) {
+        if (copy.Name() != "Shape" || copy.domain() != onnx::ONNX_DOMAIN) continue;
+        const onnx::OpSchema *s = onnx::OpSchemaRegistry::Schema(copy.Name(), copy.SinceVersion(), copy.domain());
+        if (!s || s->SinceVersion() != copy.SinceVersion() || !s->has_data_propagation_function()) continue;
+        onnx::DataPropagationFunction original = s->GetDataPropagationFunction();
+        const_cast<onnx::OpSchema *>(s)->PartialDataPropagationFunction([original](onnx::DataPropagationContext &ctx) {
+            const onnx::TypeProto *t = ctx.getNumInputs() > 0 ? ctx.getInputType(0) : nullptr;
+            if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) return;
+            original(ctx);
+        });
+    }
 }
 
 } // namespace

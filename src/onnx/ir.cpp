@@ -1,6 +1,7 @@
 #include "onnx/ir.h"
 
 #include <algorithm>
+#include <functional>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -533,19 +534,26 @@ void topo_sort(IrGraph &g) {
     g.nodes = std::move(sorted);
 }
 
-void replace_uses(IrGraph &g, const std::string &from, const std::string &to) {
-    for (Node &n : g.nodes) {
-        for (auto &in : n.inputs)
-            if (in == from) in = to;
-        if (n.guard == from) n.guard = to;
-        if (std::find(n.captures.begin(), n.captures.end(), from) == n.captures.end()) continue;
-        const std::unordered_map<std::string, std::string> rename{{from, to}};
-        for (auto &a : n.attrs) {
-            if (a.type() == onnx::AttributeProto::GRAPH) rename_captured(*a.mutable_g(), rename);
-            for (auto &sub : *a.mutable_graphs()) rename_captured(sub, rename);
-        }
-        set_captures(n);
+void rename_reads(Node &n, const std::function<std::string(const std::string &)> &resolve) {
+    for (auto &in : n.inputs)
+        if (!in.empty()) in = resolve(in);
+    if (!n.guard.empty()) n.guard = resolve(n.guard);
+    std::unordered_map<std::string, std::string> rename;
+    for (const auto &c : n.captures) {
+        std::string to = resolve(c);
+        if (to != c) rename.emplace(c, std::move(to));
     }
+    if (rename.empty()) return;
+    for (auto &a : n.attrs) {
+        if (a.type() == onnx::AttributeProto::GRAPH) rename_captured(*a.mutable_g(), rename);
+        for (auto &sub : *a.mutable_graphs()) rename_captured(sub, rename);
+    }
+    set_captures(n);
+}
+
+void replace_uses(IrGraph &g, const std::string &from, const std::string &to) {
+    const auto resolve = [&](const std::string &v) { return v == from ? to : v; };
+    for (Node &n : g.nodes) rename_reads(n, resolve);
     for (auto &out : g.outputs)
         if (out == from) out = to;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -172,7 +173,9 @@ struct GraphIndex {
 // nodes on them).
 void topo_sort(IrGraph &g);
 
-// Point every read of `from` (node inputs, reads inside subgraphs, and graph outputs) at `to`.
+// Point each read of node n (inputs, guard, reads inside its subgraphs) at resolve(name).
+void rename_reads(Node &n, const std::function<std::string(const std::string &)> &resolve);
+// Point every read of `from` (node inputs, guards, reads inside subgraphs, and graph outputs) at `to`.
 void replace_uses(IrGraph &g, const std::string &from, const std::string &to);
 
 // Recompute n.captures from its subgraph attributes.

@@ -81,6 +81,27 @@ static bool resolve_one_hot_depth(IrGraph &g) {
     return changed;
 }
 
+// ONNX cannot see through IfMerge (the run-time If's outputs, an engine op): an output whose two branch
+// values have the same static type gets it. True when that resolved an output (the ops after it then need
+// another inference round).
+static bool resolve_if_merge_types(IrGraph &g) {
+    bool changed = false;
+    for (const Node &n : g.nodes) {
+        if (n.op_type != "IfMerge" || n.inputs.size() != 1 + 2 * n.outputs.size()) continue;
+        const size_t count = n.outputs.size();
+        for (size_t k = 0; k < count; ++k) {
+            const ValueType *a = g.type_of(n.inputs[1 + k]), *b = g.type_of(n.inputs[1 + count + k]);
+            const ValueType *out = g.type_of(n.outputs[k]);
+            if (!a || !b || !a->is_static() || !b->is_static() || a->elem_type != b->elem_type || a->dims != b->dims ||
+                (out && out->is_static()))
+                continue;
+            g.types[n.outputs[k]] = *a;
+            changed = true;
+        }
+    }
+    return changed;
+}
+
 void infer_types(IrGraph &g) {
     onnx::ModelProto m;
     m.set_ir_version(std::max<int64_t>(g.ir_version, 7));
@@ -123,13 +144,16 @@ void infer_types(IrGraph &g) {
     for (const auto &name : g.outputs) graph->add_output()->set_name(name);
     // OneHot outputs whose depth dimension resolve_one_hot_depth filled in: ONNX keeps a known dimension of a
     // value's existing type, so the ops after them see it.
-    for (const Node &n : g.nodes)
-        if (n.op_type == "OneHot" && n.default_domain() && !n.outputs.empty())
-            if (const ValueType *t = g.type_of(n.outputs[0]); t && t->is_static() && !g.is_constant(n.outputs[0])) {
+    // The same for IfMerge outputs (resolve_if_merge_types), which ONNX knows nothing about.
+    for (const Node &n : g.nodes) {
+        if (!n.default_domain() || (n.op_type != "OneHot" && n.op_type != "IfMerge")) continue;
+        for (const auto &out : n.outputs)
+            if (const ValueType *t = g.type_of(out); t && t->is_static() && !g.is_constant(out)) {
                 auto *vi = graph->add_value_info();
-                vi->set_name(n.outputs[0]);
+                vi->set_name(out);
                 value_type_to_proto(*t, vi->mutable_type());
             }
+    }
 
     // Data propagation resolves more shapes but is the younger, less travelled code in ONNX 1.12: when it
     // trips over a graph, plain inference (plus our own constant folding between rounds) still works.
@@ -169,7 +193,8 @@ void infer_types(IrGraph &g) {
     };
     for (const auto &vi : m.graph().value_info()) record(vi);
     for (const auto &vi : m.graph().output()) record(vi);
-    if (resolve_one_hot_depth(g)) infer_types(g);
+    const bool one_hot = resolve_one_hot_depth(g);
+    if (resolve_if_merge_types(g) || one_hot) infer_types(g);
 }
 
 } // namespace onnxstream::importer

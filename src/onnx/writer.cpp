@@ -373,7 +373,11 @@ OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSumma
         const ValueType *t = g.type_of(name);
         if (!t || !t->is_static())
             fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": ", n.describe(), ": tensor '", name, "' has no static shape ",
-                 t ? t->shape_text() : std::string("(unknown)"), " after shape inference and constant folding");
+                 t ? t->shape_text() : std::string("(unknown)"), " after shape inference and constant folding",
+                 n.guard.empty() ? ""
+                                 : "; the node is in a branch of an If decided at run time, which must have static "
+                                   "shapes for the model's input shapes too: --input-value can pin the input the If "
+                                   "tests, keeping only the branch it takes");
         TensorRef ref;
         ref.name = escape_name(name);
         ref.shape = t->dims;

@@ -98,10 +98,10 @@ bool dedup_constants(IrGraph &g) {
     }
     if (replace.empty()) return false;
     for (Node &n : g.nodes)
-        for (auto &in : n.inputs) {
-            auto it = replace.find(in);
-            if (it != replace.end()) in = it->second;
-        }
+        rename_reads(n, [&](const std::string &v) {
+            auto it = replace.find(v);
+            return it == replace.end() ? v : it->second;
+        });
     for (const auto &kv : replace) g.constants.erase(kv.first);
     return true;
 }

@@ -85,8 +85,7 @@ bool eliminate_noops(IrGraph &g) {
     kept.reserve(g.nodes.size());
     bool changed = false;
     for (Node &n : g.nodes) {
-        for (auto &in : n.inputs)
-            if (!in.empty()) in = resolve(in);
+        rename_reads(n, resolve);
         if (is_noop(g, idx, n)) {
             const std::string x = n.inputs[0], y = n.outputs[0];
             if (!idx.graph_outputs.count(y)) {
@@ -100,9 +99,7 @@ bool eliminate_noops(IrGraph &g) {
                 size_t at = p->second;
                 for (auto &o : kept[at].outputs)
                     if (o == x) o = y;
-                for (Node &k : kept)
-                    for (auto &in : k.inputs)
-                        if (in == x) in = y;
+                for (Node &k : kept) rename_reads(k, [&](const std::string &v) { return v == x ? y : v; });
                 alias[x] = y;
                 producer.erase(p);
                 producer[y] = at;

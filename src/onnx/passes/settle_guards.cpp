@@ -7,6 +7,7 @@
 // - backward: a node whose results are read only by nodes under one guard (and are not graph outputs) runs
 //   under that guard too, so work that only a branch needs is skipped with it.
 // IfMerge nodes read both branches by design and keep the guard flatten_if gave them.
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -35,6 +36,12 @@ public:
         size_t d = 0;
         for (std::string gd = guard; !gd.empty() && d <= g_.nodes.size(); gd = parent(gd)) ++d;
         return d;
+    }
+    // True when one of n's outputs is `guard` or a guard it is nested in (n computes it).
+    bool computes(const Node &n, std::string guard) const {
+        for (size_t steps = 0; !guard.empty() && steps <= g_.nodes.size(); ++steps, guard = parent(guard))
+            if (std::find(n.outputs.begin(), n.outputs.end(), guard) != n.outputs.end()) return true;
+        return false;
     }
     // True when `inner` is `outer` or nested in it.
     bool within(std::string inner, const std::string &outer) const {
@@ -105,7 +112,10 @@ bool backward(IrGraph &g, const GuardTree &tree) {
                 else if (*common != gd) usable = false;
             }
         }
-        if (!usable || !read || common->empty() || *common == n.guard || !tree.within(*common, n.guard)) continue;
+        // A guard's own inputs (the outer guard an And reads) are read under it, but cannot run under it.
+        if (!usable || !read || common->empty() || *common == n.guard || !tree.within(*common, n.guard) ||
+            tree.computes(n, *common))
+            continue;
         n.guard = *common;
         changed = true;
     }
