@@ -150,6 +150,8 @@ struct IrGraph {
     std::vector<std::string> inputs; // graph inputs that are not constants, in model order
     std::vector<std::string> outputs;
     std::unordered_map<std::string, ValueType> types;
+    // Values whose type came from the engine's inference (engine_shapes.h), handed back to ONNX's.
+    std::unordered_set<std::string> engine_typed;
 
     bool is_constant(const std::string &name) const { return constants.count(name) != 0; }
     const ValueType *type_of(const std::string &name) const;

@@ -1,10 +1,13 @@
 #include "onnx/shapes.h"
 
+#include "onnx/engine_shapes.h"
+
 #include <cstring>
 
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "onnx/engine_shapes.h"
 #include "onnx/inference_guard.h"
 #include "util/error.h"
 
@@ -144,15 +147,18 @@ void infer_types(IrGraph &g) {
     for (const auto &name : g.outputs) graph->add_output()->set_name(name);
     // OneHot outputs whose depth dimension resolve_one_hot_depth filled in: ONNX keeps a known dimension of a
     // value's existing type, so the ops after them see it.
-    // The same for IfMerge outputs (resolve_if_merge_types), which ONNX knows nothing about.
+    // The same for IfMerge outputs (resolve_if_merge_types), which ONNX knows nothing about, and for the
+    // values the engine's inference typed.
     for (const Node &n : g.nodes) {
-        if (!n.default_domain() || (n.op_type != "OneHot" && n.op_type != "IfMerge")) continue;
-        for (const auto &out : n.outputs)
-            if (const ValueType *t = g.type_of(out); t && t->is_static() && !g.is_constant(out)) {
-                auto *vi = graph->add_value_info();
-                vi->set_name(out);
-                value_type_to_proto(*t, vi->mutable_type());
-            }
+        if (!n.default_domain()) continue;
+        const bool all = n.op_type == "OneHot" || n.op_type == "IfMerge";
+        for (const auto &out : n.outputs) {
+            const ValueType *t = g.type_of(out);
+            if (!(all || g.engine_typed.count(out)) || !t || !t->is_static() || g.is_constant(out)) continue;
+            auto *vi = graph->add_value_info();
+            vi->set_name(out);
+            value_type_to_proto(*t, vi->mutable_type());
+        }
     }
 
     // Data propagation resolves more shapes but is the younger, less travelled code in ONNX 1.12: when it
@@ -194,7 +200,8 @@ void infer_types(IrGraph &g) {
     for (const auto &vi : m.graph().value_info()) record(vi);
     for (const auto &vi : m.graph().output()) record(vi);
     const bool one_hot = resolve_one_hot_depth(g);
-    if (resolve_if_merge_types(g) || one_hot) infer_types(g);
+    const bool merged = resolve_if_merge_types(g);
+    if (infer_with_engine(g) || merged || one_hot) infer_types(g);
 }
 
 } // namespace onnxstream::importer

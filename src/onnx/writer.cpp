@@ -18,6 +18,7 @@
 #include "graph/graph.h"
 #include "graph/planner.h"
 #include "onnx/attr_text.h"
+#include "onnx/engine_shapes.h"
 #include "onnx/quantize_export.h"
 #include "ops/registry.h"
 #include "tensor/half.h"
@@ -208,6 +209,12 @@ void check_output_dir(const std::string &out_dir_arg) {
 
 namespace {
 
+// ": <why>" for a node whose outputs have no static shape, when the engine's inference can say why.
+std::string unresolved_reason(const IrGraph &g, const Node &n) {
+    const std::string why = why_no_static_shape(g, n);
+    return why.empty() ? why : cat(" (", why, ")");
+}
+
 struct OutputPlan {
     std::map<std::string, WeightPlan> weights; // by constant name; ordered for deterministic output
     ModelText text;
@@ -374,7 +381,7 @@ OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSumma
         if (!t || !t->is_static())
             fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": ", n.describe(), ": tensor '", name, "' has no static shape ",
                  t ? t->shape_text() : std::string("(unknown)"), " after shape inference and constant folding",
-                 n.guard.empty() ? ""
+                 unresolved_reason(g, n), n.guard.empty() ? ""
                                  : "; the node is in a branch of an If decided at run time, which must have static "
                                    "shapes for the model's input shapes too: --input-value can pin the input the If "
                                    "tests, keeping only the branch it takes");
