@@ -17,6 +17,7 @@
 #include "ops/registry.h"
 #include "onnx/passes/passes.h"
 #include "onnx/inference_guard.h"
+#include "onnx/opset_downgrade.h"
 #include "onnx/shapes.h"
 #include "onnx/validate.h"
 #include "util/error.h"
@@ -88,18 +89,19 @@ int64_t default_opset(const onnx::ModelProto &m) {
     return 0;
 }
 
-// Opsets older than 11 are upgraded with ONNX's version converter; newer than this ONNX library knows
-// cannot be shape-inferred. The graph is validated here, before any ONNX pass reads it.
-void check_opset(onnx::ModelProto &m, const std::string &path) {
+// Opsets older than 11 are upgraded with ONNX's version converter; 18 to 22 are read as opset 17
+// (opset_downgrade.h), whatever this ONNX library knows. The graph is validated here, before any ONNX pass
+// reads it.
+void check_opset(onnx::ModelProto &m, const std::string &path, const std::string &model_dir) {
     install_inference_guards();
     int64_t opset = default_opset(m);
-    const int64_t newest = newest_known_opset();
+    const int64_t newest = std::max(newest_known_opset(), kNewestReadableOpset);
     if (opset == 0)
         fail(ONNXSTREAM_ERR_INVALID_MODEL, path, ": the model imports no version of the default ONNX opset");
     if (opset > newest)
-        fail(ONNXSTREAM_ERR_UNSUPPORTED, path, ": opset ", opset,
-             " is newer than the newest this build's ONNX library knows (", newest,
-             "); re-export the model with opset ", kMinOpset, "..", newest);
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, path, ": opset ", opset, " is newer than the newest onnxstream reads (",
+             newest, "); re-export the model with opset ", kMinOpset, "..", newest);
+    if (opset > kReadAsOpset) opset = downgrade_to_opset17(m, path, model_dir) > 0 ? kReadAsOpset : opset;
     // The version converter trusts the graph as much as shape inference does: it only ever sees a model
     // validate_model() accepted, and what it returns is validated again before the passes read it.
     validate_model(m, path);
@@ -283,7 +285,7 @@ std::pair<std::string, Shape> parse_input_shape(const std::string &text) {
 namespace {
 IrGraph load_model_proto(onnx::ModelProto &m, const std::string &path, const std::string &model_dir,
                          const std::vector<std::pair<std::string, Shape>> &input_shapes) {
-    check_opset(m, path);
+    check_opset(m, path, model_dir);
 
     IrGraph g;
     g.source = path;

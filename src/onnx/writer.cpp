@@ -441,12 +441,8 @@ OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSumma
             if (n.outputs[k].empty())
                 fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": ", n.describe(), ": output ", k,
                      " is omitted but a later one is used; model.txt cannot leave out a middle output");
-            if (!idx.is_used(n.outputs[k])) {
-                summary.notes.push_back(cat("'", n.outputs[k], "' (output ", k, " of ", n.describe(),
-                                            ") is unused but cannot be left out of model.txt; outputs.txt keeps it "
-                                            "from becoming a model output"));
-                unused_kept = true;
-            }
+            // An unused output model.txt cannot leave out: outputs.txt keeps it from becoming a model output.
+            unused_kept = unused_kept || !idx.is_used(n.outputs[k]);
             line.outputs.push_back(activation_ref(n.outputs[k], n));
         }
         text.ops.push_back(std::move(line));

@@ -1,0 +1,190 @@
+// Opsets 18 to 22 read through the opset-17 forms of their operators.
+//
+// Debian 12's ONNX library knows opset 17 at most, and the importer leans on ONNX's validation and shape
+// inference. From 18 to 22 most operators changed only in the types they accept; the few that changed
+// form are rewritten to their opset-17 equivalents here (a Reduce's axes input becomes its attribute, Split
+// drops num_outputs, defaulted new attributes go), and the model is then read as opset 17 on every Debian
+// version. Operators new in those opsets (Gelu, GroupNormalization, Mish, ...) stay as they are: ONNX's
+// opset 17 has no schema for them, so validation and inference leave them to the engine's own checks.
+// A form with no opset-17 equivalent (Resize with antialias, Pad along chosen axes, Scatter max/min) is
+// refused, naming the node and the attribute.
+#include "onnx/opset_downgrade.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "onnx/ir.h"
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace onnxstream::importer {
+
+namespace {
+
+const std::unordered_set<std::string> kReduceWithAxesInput = {
+    "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+    "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSumSquare"};
+
+class Downgrade {
+public:
+    Downgrade(const std::string &path, const std::string &model_dir) : path_(path), model_dir_(model_dir) {}
+
+    void graph(onnx::GraphProto &g, const std::string &where) {
+        std::unordered_map<std::string, const onnx::TensorProto *> constants;
+        for (const auto &t : g.initializer()) constants[t.name()] = &t;
+        for (const auto &n : g.node())
+            if (n.op_type() == "Constant" && n.output_size() == 1)
+                for (const auto &a : n.attribute())
+                    if (a.name() == "value" && a.type() == onnx::AttributeProto::TENSOR) constants[n.output(0)] = &a.t();
+        for (int i = 0; i < g.node_size(); ++i) {
+            onnx::NodeProto &n = *g.mutable_node(i);
+            if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
+            const std::string what = n.name().empty() ? cat(where, n.op_type(), " node #", i + 1)
+                                                      : cat(where, "node '", n.name(), "' (", n.op_type(), ")");
+            node(n, what, constants);
+            for (auto &a : *n.mutable_attribute()) {
+                if (a.type() == onnx::AttributeProto::GRAPH) graph(*a.mutable_g(), what + ": ");
+                for (auto &sub : *a.mutable_graphs()) graph(sub, what + ": ");
+            }
+        }
+    }
+
+private:
+    [[noreturn]] void refuse(const std::string &what, const std::string &why) const {
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, path_, ": ", what, ": ", why, " (opset 18 or later) has no equivalent "
+             "that onnxstream runs");
+    }
+
+    static onnx::AttributeProto *find(onnx::NodeProto &n, const std::string &name) {
+        for (auto &a : *n.mutable_attribute())
+            if (a.name() == name) return &a;
+        return nullptr;
+    }
+    // A reduction over no axes (noop_with_empty_axes) is its element-wise part alone: |x| for L1 and L2,
+    // x*x for SumSquare, log x for LogSum, x itself for the others (LogSumExp included).
+    static void no_reduction(onnx::NodeProto &n) {
+        const std::string op = n.op_type();
+        n.clear_attribute();
+        if (n.input_size() < 1) return;
+        if (op == "ReduceL1" || op == "ReduceL2") n.set_op_type("Abs");
+        else if (op == "ReduceLogSum") n.set_op_type("Log");
+        else if (op == "ReduceSumSquare") {
+            n.set_op_type("Mul");
+            n.add_input(n.input(0));
+        } else n.set_op_type("Identity");
+    }
+    static void keep_first_input(onnx::NodeProto &n) {
+        if (n.input_size() > 1) n.mutable_input()->DeleteSubrange(1, n.input_size() - 1);
+    }
+    static void drop(onnx::NodeProto &n, const std::string &name) {
+        auto *attrs = n.mutable_attribute();
+        for (int i = 0; i < attrs->size(); ++i)
+            if (attrs->Get(i).name() == name) {
+                attrs->DeleteSubrange(i, 1);
+                return;
+            }
+    }
+    // Drop attribute `name` when it holds its default (an int or a string); refuse the node otherwise.
+    void drop_default(onnx::NodeProto &n, const std::string &what, const std::string &name, int64_t int_default,
+                      const char *string_default = nullptr) {
+        onnx::AttributeProto *a = find(n, name);
+        if (!a) return;
+        const bool is_default = string_default ? a->s() == string_default : a->i() == int_default;
+        if (!is_default)
+            refuse(what, string_default ? cat(name, " '", a->s(), "'") : cat(name, " = ", a->i()));
+        drop(n, name);
+    }
+
+    std::vector<int64_t> constant_ints(const onnx::TensorProto &t, const std::string &what) const {
+        onnx::TensorProto copy = t; // constant_from_proto takes the bytes out of its argument
+        return constant_from_proto(copy, model_dir_, what).int_values();
+    }
+
+    void node(onnx::NodeProto &n, const std::string &what,
+              const std::unordered_map<std::string, const onnx::TensorProto *> &constants) {
+        const std::string &op = n.op_type();
+        if (kReduceWithAxesInput.count(op)) {
+            const bool noop_empty = find(n, "noop_with_empty_axes") && find(n, "noop_with_empty_axes")->i() != 0;
+            drop(n, "noop_with_empty_axes");
+            if (n.input_size() < 2 || n.input(1).empty()) {
+                keep_first_input(n);
+                if (noop_empty) no_reduction(n);
+                return;
+            }
+            auto c = constants.find(n.input(1));
+            if (c == constants.end())
+                refuse(what, cat("axes computed at run time ('", n.input(1), "')"));
+            const std::vector<int64_t> axes = constant_ints(*c->second, what + " axes");
+            keep_first_input(n);
+            if (axes.empty()) {
+                if (noop_empty) no_reduction(n);
+                return;
+            }
+            onnx::AttributeProto *a = n.add_attribute();
+            a->set_name("axes");
+            a->set_type(onnx::AttributeProto::INTS);
+            for (int64_t v : axes) a->add_ints(v);
+        } else if (op == "Split") {
+            if (onnx::AttributeProto *a = find(n, "num_outputs")) {
+                if (a->i() != n.output_size())
+                    fail(ONNXSTREAM_ERR_INVALID_MODEL, path_, ": ", what, ": num_outputs is ", a->i(), " but the node has ",
+                         n.output_size(), " outputs");
+                drop(n, "num_outputs"); // opset 17 splits into as many parts as there are outputs
+            }
+        } else if (op == "Pad") {
+            if (n.input_size() > 3 && !n.input(3).empty()) refuse(what, "padding along chosen axes");
+            if (onnx::AttributeProto *a = find(n, "mode"); a && a->s() == "wrap") refuse(what, "mode 'wrap'");
+        } else if (op == "Resize") {
+            drop_default(n, what, "antialias", 0);
+            drop_default(n, what, "keep_aspect_ratio_policy", 0, "stretch");
+            if (find(n, "axes")) refuse(what, "resizing chosen axes");
+            if (onnx::AttributeProto *a = find(n, "coordinate_transformation_mode"); a && a->s() == "half_pixel_symmetric")
+                refuse(what, "coordinate_transformation_mode 'half_pixel_symmetric'");
+        } else if (op == "ScatterElements" || op == "ScatterND") {
+            if (onnx::AttributeProto *a = find(n, "reduction"); a && (a->s() == "max" || a->s() == "min"))
+                refuse(what, cat("reduction '", a->s(), "'"));
+        } else if (op == "AveragePool" || op == "LpPool") {
+            if (onnx::AttributeProto *a = find(n, "dilations")) {
+                if (std::any_of(a->ints().begin(), a->ints().end(), [](int64_t d) { return d != 1; }))
+                    refuse(what, "dilations other than 1");
+                drop(n, "dilations");
+            }
+            if (op == "LpPool") drop_default(n, what, "ceil_mode", 0);
+        } else if (op == "Cast" || op == "CastLike") {
+            drop(n, "saturate"); // only float8 targets saturate, and onnxstream has none
+        } else if (op == "QuantizeLinear" || op == "DequantizeLinear") {
+            drop(n, "saturate");
+            drop_default(n, what, "block_size", 0);
+            if (onnx::AttributeProto *a = find(n, "output_dtype"); a && a->i() == 0) drop(n, "output_dtype");
+        }
+    }
+
+    std::string path_, model_dir_;
+};
+
+} // namespace
+
+int64_t downgrade_to_opset17(onnx::ModelProto &m, const std::string &path, const std::string &model_dir) {
+    int64_t from = 0;
+    for (const auto &op : m.opset_import())
+        if (op.domain().empty() || op.domain() == "ai.onnx") from = op.version();
+    if (from <= kReadAsOpset) return from;
+    Downgrade(path, model_dir).graph(*m.mutable_graph(), "");
+    for (auto &f : *m.mutable_functions()) {
+        // Function bodies are inlined later; their nodes follow the same rules.
+        onnx::GraphProto body;
+        body.mutable_node()->CopyFrom(f.node());
+        Downgrade(path, model_dir).graph(body, cat("function '", f.name(), "': "));
+        f.mutable_node()->CopyFrom(body.node());
+    }
+    for (auto &op : *m.mutable_opset_import())
+        if (op.domain().empty() || op.domain() == "ai.onnx") op.set_version(kReadAsOpset);
+    for (auto &f : *m.mutable_functions())
+        for (auto &op : *f.mutable_opset_import())
+            if ((op.domain().empty() || op.domain() == "ai.onnx") && op.version() > kReadAsOpset)
+                op.set_version(kReadAsOpset);
+    return from;
+}
+
+} // namespace onnxstream::importer

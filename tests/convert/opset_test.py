@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""Models of opsets 18 to 22 (read as opset 17 on every system), checked with `onnxstream-convert --check`
+against ONNX Runtime:
+- the Reduce family with axes as an input (constant, absent, empty with noop_with_empty_axes: the
+  element-wise part alone, |x|, x*x, log x, x), Split with num_outputs (even and uneven), Resize with the new
+  attributes at their defaults, Cast with saturate, and Conv at opset 22;
+- operators new in those opsets that the engine runs: Gelu (20), GroupNormalization with per-group (18) and
+  per-channel (21) scale and bias, Mish (18);
+- forms opset 17 cannot express are refused naming the node and the reason (Resize antialias, Pad axes), and
+  opset 23 is refused naming the newest opset read.
+usage: opset_test.py --convert CONVERT --node-modules DIR --work DIR
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import cross_exe  # noqa: E402
+from checklist import check, finish  # noqa: E402
+
+MODELS = r'''
+import numpy as np, onnx
+from onnx import helper, TensorProto, numpy_helper as nh
+import sys
+out = sys.argv[1]
+def save(name, nodes, inputs, outputs, opset, inits=()):
+    g = helper.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.save(m, "%s/%s.onnx" % (out, name))
+f = lambda n, s: helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+# opset 18: ReduceMean/ReduceMax with axes input, Split num_outputs (uneven), Resize with default new attrs
+save("reduce18", [helper.make_node("ReduceMean", ["x", "axes"], ["m"], keepdims=1),
+                  helper.make_node("ReduceMax", ["x", "axes2"], ["mx"], keepdims=0),
+                  helper.make_node("ReduceL2", ["x"], ["l2"], keepdims=0),
+                  helper.make_node("ReduceSumSquare", ["x", "noaxes"], ["id"], noop_with_empty_axes=1)],
+     [f("x", [2, 3, 4])], [f("m", None), f("mx", None), f("l2", None), f("id", None)], 18,
+     [nh.from_array(np.array([1, 2], np.int64), "axes"), nh.from_array(np.array([-1], np.int64), "axes2"),
+      nh.from_array(np.array([], np.int64), "noaxes")])
+save("split18", [helper.make_node("Split", ["x"], ["a", "b", "c"], axis=1, num_outputs=3)],
+     [f("x", [2, 9])], [f("a", None), f("b", None), f("c", None)], 18)
+save("resize19", [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear", antialias=0,
+                                   keep_aspect_ratio_policy="stretch")],
+     [f("x", [1, 2, 4, 4])], [f("y", None)], 19, [nh.from_array(np.array([1, 1, 2, 2], np.float32), "scales")])
+save("gelu20", [helper.make_node("Gelu", ["x"], ["y"], approximate="tanh"),
+                helper.make_node("Cast", ["y"], ["z"], to=TensorProto.FLOAT, saturate=1)],
+     [f("x", [2, 5])], [f("z", None)], 20)
+save("groupnorm21", [helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2, epsilon=1e-5)],
+     [f("x", [1, 4, 3, 3])], [f("y", None)], 21,
+     [nh.from_array(np.array([1, 2, 3, 4], np.float32), "s"), nh.from_array(np.array([0, .5, -1, 2], np.float32), "b")])
+save("conv22", [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1]), helper.make_node("Mish", ["y"], ["z"])],
+     [f("x", [1, 2, 5, 5])], [f("z", None)], 22, [nh.from_array(np.random.rand(3, 2, 3, 3).astype(np.float32), "w")])
+# refusals
+save("resize_antialias", [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear", antialias=1)],
+     [f("x", [1, 2, 4, 4])], [f("y", None)], 18, [nh.from_array(np.array([1, 1, .5, .5], np.float32), "scales")])
+save("pad_axes", [helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"])],
+     [f("x", [2, 3])], [f("y", None)], 18, [nh.from_array(np.array([1, 1], np.int64), "pads"),
+                                           nh.from_array(np.array([1], np.int64), "axes")])
+save("opset23", [helper.make_node("Relu", ["x"], ["y"])], [f("x", [2])], [f("y", None)], 23)
+for op in ["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceProd", "ReduceMin"]:
+    save("noop_" + op, [helper.make_node(op, ["x", "noaxes"], ["y"], noop_with_empty_axes=1),
+                        helper.make_node(op, ["x"], ["z"], keepdims=1)],
+         [f("x", [2, 3])], [f("y", None), f("z", None)], 18, [nh.from_array(np.array([], np.int64), "noaxes")])
+save("split18_uneven", [helper.make_node("Split", ["x"], ["a", "b", "c"], axis=1, num_outputs=3)],
+     [f("x", [2, 10])], [f("a", None), f("b", None), f("c", None)], 18)
+save("groupnorm18", [helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2, epsilon=1e-5)],
+     [f("x", [1, 4, 3, 3])], [f("y", None)], 18,
+     [nh.from_array(np.array([1, 2], np.float32), "s"), nh.from_array(np.array([0, .5], np.float32), "b")])
+'''
+
+CONVERTS = ["reduce18", "split18", "split18_uneven", "resize19", "gelu20", "groupnorm18", "groupnorm21", "conv22"] + \
+    ["noop_" + op for op in ["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceProd", "ReduceMin"]]
+REFUSED = {"resize_antialias": "antialias = 1", "pad_axes": "padding along chosen axes",
+           "opset23": "newest onnxstream reads (22)"}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--convert", required=True)
+    ap.add_argument("--node-modules", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    convert = cross_exe.wrap(a.convert)
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    generator = os.path.join(a.work, "make_models.py")
+    with open(generator, "w") as f:
+        f.write(MODELS)
+    subprocess.run(["/usr/bin/python3", generator, a.work], check=True, capture_output=True)
+    env = dict(os.environ, NODE_PATH=os.path.abspath(a.node_modules))
+
+    def cli(*args):
+        p = subprocess.run([convert] + list(args), capture_output=True, text=True, env=env)
+        return p.returncode, p.stdout + p.stderr
+
+    for name in CONVERTS:
+        rc, out = cli(os.path.join(a.work, name + ".onnx"), os.path.join(a.work, name), "--check",
+                      "--check-tolerance", "1e-5")
+        check(rc == 0 and "check passed" in out,
+              "%s converts and matches ONNX Runtime%s" % (name, "" if rc == 0 else " (" + out.strip()[-300:] + ")"))
+    for name, reason in REFUSED.items():
+        rc, out = cli(os.path.join(a.work, name + ".onnx"), os.path.join(a.work, name))
+        check(rc == 1 and reason in out, "%s is refused saying '%s' (%s)" % (name, reason, out.strip()[-200:]))
+    finish()
+
+
+if __name__ == "__main__":
+    main()
