@@ -16,7 +16,7 @@ func TestVersion(t *testing.T) {
 	if major, minor, patch := Version(); major != 0 || minor != 7 || patch != 0 {
 		t.Fatalf("Version() = %d.%d.%d", major, minor, patch)
 	}
-	if VersionString() != "0.7.0" {
+	if VersionString() != "0.8.0" {
 		t.Fatalf("VersionString() = %q", VersionString())
 	}
 }
