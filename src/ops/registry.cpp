@@ -32,6 +32,7 @@ const Registry &Registry::builtin() {
         register_attention_ops(r);
         register_feed_forward_ops(r);
         register_quantize_linear_ops(r);
+        register_conv_integer_ops(r);
         register_control_flow_ops(r);
         return r;
     }();
