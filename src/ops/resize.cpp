@@ -1,7 +1,8 @@
 // Resize (opset 10/11/13/18 input forms) and Upsample (opset 7/9) on tensors of any rank. Nearest is a single
 // gather (any dtype); linear and cubic are separable, one pass per resized axis with 2 or 4 taps per
-// output index, computed in float32. Coordinates, rounding and the quirks that decide which source pixel
-// is picked follow ONNX Runtime's float arithmetic.
+// output index (with antialias=1, a downscaled axis has a window that widens with 1/scale instead: see
+// resize_antialias.h), computed in float32. Coordinates, rounding and the quirks that decide which source
+// pixel is picked follow ONNX Runtime's float arithmetic.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -11,6 +12,7 @@
 
 #include "ops/layout.h"
 #include "ops/registry.h"
+#include "ops/resize_antialias.h"
 #include "tensor/half.h"
 
 namespace onnxstream {
@@ -39,6 +41,7 @@ struct ResizeParams {
     NearestMode nearest = NearestMode::Simple;
     float cubic_a = -0.75f;
     bool exclude_outside = false;
+    bool antialias = false; // linear and cubic: stretch the filter of downscaled axes
     float extrapolation = 0.0f;
     // Input positions (-1 = omitted); which of scales/sizes exists is decided from the data.
     int roi = -1, scales = -1, sizes = -1;
@@ -113,8 +116,11 @@ ResizeParams resize_params(const Attributes &attrs, const std::string &where, co
     if (exclude && p.mode != ResizeMode::Cubic) invalid(where, "exclude_outside=1 needs mode cubic");
     p.exclude_outside = exclude == 1;
     p.extrapolation = attrs.get_float("extrapolation_value", 0.0f);
-    if (attrs.get_int("antialias", 0) != 0)
-        fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": antialias=1 is not supported (only antialias=0)");
+    // Nearest has no filter to stretch: the spec applies antialias to linear and cubic only, so nearest
+    // ignores it (ONNX Runtime refuses the combination).
+    const int64_t antialias = attrs.get_int("antialias", 0);
+    if (antialias != 0 && antialias != 1) invalid(where, "antialias is ", antialias, ", expected 0 or 1");
+    p.antialias = antialias == 1 && p.mode != ResizeMode::Nearest;
     p.axes = attrs.get_ints("axes", {});
     p.aspect = attrs.get_string("keep_aspect_ratio_policy", "stretch");
     if (p.aspect != "stretch" && p.aspect != "not_larger" && p.aspect != "not_smaller")
@@ -248,18 +254,53 @@ int64_t nearest_index(NearestMode mode, float x, bool downsample) {
     return static_cast<int64_t>(std::round(x));
 }
 
-// One resized axis: `taps` input indices and weights per output index; extrapolate[o] marks outputs
-// outside a tf_crop_and_resize region.
+// One resized axis: `taps` input indices and weights per output index (count[o] of them when count is not
+// empty: an antialiased axis, whose windows differ in length); extrapolate[o] marks outputs outside a
+// tf_crop_and_resize region.
 struct AxisTaps {
     size_t taps = 1;
+    std::vector<uint32_t> count;
     std::vector<int64_t> index;
     std::vector<float> weight;
     std::vector<uint8_t> extrapolate;
     bool any_extrapolate = false;
 };
 
+// A downscaled axis with antialias=1: ONNX Runtime's windows, from the same source coordinates (which also
+// decide the tf_crop_and_resize extrapolation, as in the plain paths).
+AxisTaps antialias_axis_taps(const ResizeParams &p, int64_t in, int64_t out, float scale, float roi_start,
+                             float roi_end) {
+    const float in_f = static_cast<float>(in);
+    std::vector<float> coords(static_cast<size_t>(out));
+    AxisTaps t;
+    t.extrapolate.assign(static_cast<size_t>(out), 0);
+    for (int64_t o = 0; o < out; ++o) {
+        const float x = original_coordinate(p.coord, static_cast<float>(o), scale, static_cast<float>(out), in_f,
+                                            roi_start, roi_end);
+        coords[static_cast<size_t>(o)] = x;
+        // ONNX Runtime tests the window's centre less 0.5, which rounds a coordinate just below 0 up to 0.
+        const float c = (x + 0.5f) - 0.5f;
+        if (p.coord == CoordMode::TfCropAndResize && (c < 0 || c > in_f - 1)) {
+            t.extrapolate[static_cast<size_t>(o)] = 1;
+            t.any_extrapolate = true;
+        }
+    }
+    AntialiasWindows w =
+        antialias_windows(p.mode == ResizeMode::Cubic ? AntialiasFilter::Cubic : AntialiasFilter::Linear,
+                          p.cubic_a, p.exclude_outside, in, scale, coords);
+    t.taps = w.taps;
+    t.count = std::move(w.count);
+    t.weight = std::move(w.weight);
+    t.index.resize(t.weight.size());
+    for (size_t o = 0; o < static_cast<size_t>(out); ++o)
+        for (size_t j = 0; j < t.taps; ++j)
+            t.index[o * t.taps + j] = std::min<int64_t>(w.first[o] + static_cast<int64_t>(j), in - 1);
+    return t;
+}
+
 AxisTaps axis_taps(const ResizeParams &p, int64_t in, int64_t out, float scale, float roi_start,
                    float roi_end) {
+    if (p.antialias && scale < 1.0f) return antialias_axis_taps(p, in, out, scale, roi_start, roi_end);
     AxisTaps t;
     t.taps = p.mode == ResizeMode::Nearest ? 1 : p.mode == ResizeMode::Linear ? 2 : 4;
     t.index.resize(static_cast<size_t>(out) * t.taps);
@@ -329,8 +370,9 @@ void resize_pass(const float *x, float *y, size_t outer, size_t in_len, size_t i
                              const float *src = x + r * in_len;
                              float *dst = y + r * out_len;
                              for (size_t o = 0; o < out_len; ++o) {
+                                 const size_t n = t.count.empty() ? taps : t.count[o];
                                  float acc = 0.0f;
-                                 for (size_t j = 0; j < taps; ++j)
+                                 for (size_t j = 0; j < n; ++j)
                                      acc += t.weight[o * taps + j] * src[t.index[o * taps + j]];
                                  dst[o] = t.extrapolate[o] ? extrapolation : acc;
                              }
@@ -343,14 +385,15 @@ void resize_pass(const float *x, float *y, size_t outer, size_t in_len, size_t i
             const size_t o = r % out_len;
             const float *src = x + (r / out_len) * in_len * inner;
             float *dst = y + r * inner;
-            if (t.extrapolate[o]) {
-                std::fill(dst, dst + inner, extrapolation);
+            const size_t n = t.count.empty() ? taps : t.count[o];
+            if (t.extrapolate[o] || n == 0) {
+                std::fill(dst, dst + inner, t.extrapolate[o] ? extrapolation : 0.0f);
                 continue;
             }
             const float *s0 = src + t.index[o * taps] * static_cast<int64_t>(inner);
             const float w0 = t.weight[o * taps];
             for (size_t i = 0; i < inner; ++i) dst[i] = w0 * s0[i];
-            for (size_t j = 1; j < taps; ++j) {
+            for (size_t j = 1; j < n; ++j) {
                 const float *sj = src + t.index[o * taps + j] * static_cast<int64_t>(inner);
                 const float wj = t.weight[o * taps + j];
                 for (size_t i = 0; i < inner; ++i) dst[i] += wj * sj[i];
