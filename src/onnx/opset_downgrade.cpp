@@ -6,8 +6,9 @@
 // drops num_outputs, defaulted new attributes go), and the model is then read as opset 17 on every Debian
 // version. Operators new in those opsets (Gelu, GroupNormalization, Mish, ...) stay as they are: ONNX's
 // opset 17 has no schema for them, so validation and inference leave them to the engine's own checks.
-// A form with no opset-17 equivalent (Resize with antialias, Pad along chosen axes, Scatter max/min) is
-// refused, naming the node and the attribute.
+// A form with no opset-17 equivalent (Resize or Pad along chosen axes, Scatter max/min) is refused, naming
+// the node and the attribute. Resize's antialias has none either, but the engine implements it: the
+// attribute stays, and validation lets it through (validate.cpp).
 #include "onnx/opset_downgrade.h"
 
 #include <algorithm>
@@ -136,7 +137,8 @@ private:
             if (n.input_size() > 3 && !n.input(3).empty()) refuse(what, "padding along chosen axes");
             if (onnx::AttributeProto *a = find(n, "mode"); a && a->s() == "wrap") refuse(what, "mode 'wrap'");
         } else if (op == "Resize") {
-            drop_default(n, what, "antialias", 0);
+            // antialias = 1 stays: the engine's Resize does it; validation lets it through (validate.cpp).
+            if (onnx::AttributeProto *a = find(n, "antialias"); a && a->i() == 0) drop(n, "antialias");
             drop_default(n, what, "keep_aspect_ratio_policy", 0, "stretch");
             if (find(n, "axes")) refuse(what, "resizing chosen axes");
             if (onnx::AttributeProto *a = find(n, "coordinate_transformation_mode"); a && a->s() == "half_pixel_symmetric")

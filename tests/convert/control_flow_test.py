@@ -17,7 +17,6 @@
 - malformed subgraphs and bad --input-value specs fail with a message and exit status 1, never a crash.
 usage: control_flow_test.py --convert CONVERT --run RUN --node-modules DIR --work DIR
 """
-import argparse
 import json
 import os
 import shutil
@@ -28,6 +27,7 @@ import numpy as np
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import convert_cases  # noqa: E402
 import cross_exe  # noqa: E402
 from checklist import check, finish  # noqa: E402
 
@@ -217,25 +217,7 @@ def weight_bytes_by_guard(folder):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--convert", required=True)
-    ap.add_argument("--run", required=True)
-    ap.add_argument("--node-modules", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    convert = cross_exe.wrap(a.convert)
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
-    # From a file: torch.jit.script reads the modules' source.
-    generator = os.path.join(a.work, "make_models.py")
-    with open(generator, "w") as f:
-        f.write(MODELS)
-    subprocess.run(["/usr/bin/python3", generator, a.work], check=True, capture_output=True)
-    env = dict(os.environ, NODE_PATH=os.path.abspath(a.node_modules))
-
-    def cli(*args):
-        p = subprocess.run([convert] + list(args), capture_output=True, text=True, env=env)
-        return p.returncode, p.stdout + p.stderr
+    a, cli = convert_cases.setup(MODELS, run=True)
 
     run_exe = cross_exe.wrap(a.run)
 

@@ -3,22 +3,19 @@
 against ONNX Runtime:
 - the Reduce family with axes as an input (constant, absent, empty with noop_with_empty_axes: the
   element-wise part alone, |x|, x*x, log x, x), Split with num_outputs (even and uneven), Resize with the new
-  attributes at their defaults, Cast with saturate, and Conv at opset 22;
+  attributes at their defaults and with antialias, Cast with saturate, and Conv at opset 22;
 - operators new in those opsets that the engine runs: Gelu (20), GroupNormalization with per-group (18) and
   per-channel (21) scale and bias, Mish (18);
-- forms opset 17 cannot express are refused naming the node and the reason (Resize antialias, Pad axes), and
-  opset 23 is refused naming the newest opset read.
+- forms opset 17 cannot express are refused naming the node and the reason (Resize and Pad along chosen
+  axes), and opset 23 is refused naming the newest opset read.
 usage: opset_test.py --convert CONVERT --node-modules DIR --work DIR
 """
-import argparse
 import os
-import shutil
-import subprocess
 import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-import cross_exe  # noqa: E402
+import convert_cases  # noqa: E402
 from checklist import check, finish  # noqa: E402
 
 MODELS = r'''
@@ -56,6 +53,8 @@ save("conv22", [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1]), 
 # refusals
 save("resize_antialias", [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear", antialias=1)],
      [f("x", [1, 2, 4, 4])], [f("y", None)], 18, [nh.from_array(np.array([1, 1, .5, .5], np.float32), "scales")])
+save("resize_axes", [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear", axes=[2, 3])],
+     [f("x", [1, 2, 4, 4])], [f("y", None)], 18, [nh.from_array(np.array([.5, .5], np.float32), "scales")])
 save("pad_axes", [helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"])],
      [f("x", [2, 3])], [f("y", None)], 18, [nh.from_array(np.array([1, 1], np.int64), "pads"),
                                            nh.from_array(np.array([1], np.int64), "axes")])
@@ -71,30 +70,15 @@ save("groupnorm18", [helper.make_node("GroupNormalization", ["x", "s", "b"], ["y
      [nh.from_array(np.array([1, 2], np.float32), "s"), nh.from_array(np.array([0, .5], np.float32), "b")])
 '''
 
-CONVERTS = ["reduce18", "split18", "split18_uneven", "resize19", "gelu20", "groupnorm18", "groupnorm21", "conv22"] + \
+CONVERTS = ["reduce18", "split18", "split18_uneven", "resize19", "resize_antialias", "gelu20", "groupnorm18",
+            "groupnorm21", "conv22"] + \
     ["noop_" + op for op in ["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceProd", "ReduceMin"]]
-REFUSED = {"resize_antialias": "antialias = 1", "pad_axes": "padding along chosen axes",
+REFUSED = {"resize_axes": "resizing chosen axes", "pad_axes": "padding along chosen axes",
            "opset23": "newest onnxstream reads (22)"}
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--convert", required=True)
-    ap.add_argument("--node-modules", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    convert = cross_exe.wrap(a.convert)
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
-    generator = os.path.join(a.work, "make_models.py")
-    with open(generator, "w") as f:
-        f.write(MODELS)
-    subprocess.run(["/usr/bin/python3", generator, a.work], check=True, capture_output=True)
-    env = dict(os.environ, NODE_PATH=os.path.abspath(a.node_modules))
-
-    def cli(*args):
-        p = subprocess.run([convert] + list(args), capture_output=True, text=True, env=env)
-        return p.returncode, p.stdout + p.stderr
+    a, cli = convert_cases.setup(MODELS)
 
     for name in CONVERTS:
         rc, out = cli(os.path.join(a.work, name + ".onnx"), os.path.join(a.work, name), "--check",

@@ -8,15 +8,12 @@
   shape comes from.
 usage: shape_resolution_test.py --convert CONVERT --node-modules DIR --work DIR
 """
-import argparse
 import os
-import shutil
-import subprocess
 import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-import cross_exe  # noqa: E402
+import convert_cases  # noqa: E402
 from checklist import check, finish  # noqa: E402
 
 MODELS = r'''
@@ -45,23 +42,7 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--convert", required=True)
-    ap.add_argument("--node-modules", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    convert = cross_exe.wrap(a.convert)
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
-    generator = os.path.join(a.work, "make_models.py")
-    with open(generator, "w") as f:
-        f.write(MODELS)
-    subprocess.run(["/usr/bin/python3", generator, a.work], check=True, capture_output=True)
-    env = dict(os.environ, NODE_PATH=os.path.abspath(a.node_modules))
-
-    def cli(*args):
-        p = subprocess.run([convert] + list(args), capture_output=True, text=True, env=env)
-        return p.returncode, p.stdout + p.stderr
+    a, cli = convert_cases.setup(MODELS)
 
     model = os.path.join(a.work, "view_expand_einsum.onnx")
     for shape in ("2,3,4,5", "4,1,4,5"):
