@@ -98,6 +98,9 @@ private:
     }
 
     std::vector<int64_t> constant_ints(const onnx::TensorProto &t, const std::string &what) const {
+        if (t.data_type() != onnx::TensorProto::INT64)
+            fail(ONNXSTREAM_ERR_INVALID_MODEL, path_, ": ", what, " is ", onnx_type_name(t.data_type()),
+                 "; ONNX asks for int64");
         onnx::TensorProto copy = t; // constant_from_proto takes the bytes out of its argument
         return constant_from_proto(copy, model_dir_, what).int_values();
     }

@@ -7,7 +7,8 @@ against ONNX Runtime:
 - operators new in those opsets that the engine runs: Gelu (20), GroupNormalization with per-group (18) and
   per-channel (21) scale and bias, Mish (18);
 - forms opset 17 cannot express are refused naming the node and the reason (Resize and Pad along chosen
-  axes), and opset 23 is refused naming the newest opset read.
+  axes), malformed ones too (float axes, num_outputs against the outputs), and opset 23 is refused naming
+  the newest opset read.
 usage: opset_test.py --convert CONVERT --node-modules DIR --work DIR
 """
 import os
@@ -58,6 +59,10 @@ save("resize_axes", [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode
 save("pad_axes", [helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"])],
      [f("x", [2, 3])], [f("y", None)], 18, [nh.from_array(np.array([1, 1], np.int64), "pads"),
                                            nh.from_array(np.array([1], np.int64), "axes")])
+save("reduce_float_axes", [helper.make_node("ReduceMean", ["x", "axes"], ["m"])], [f("x", [2, 3])], [f("m", None)], 18,
+     [nh.from_array(np.array([1], np.float32), "axes")])
+save("split_bad_num", [helper.make_node("Split", ["x"], ["a", "b"], axis=1, num_outputs=3)], [f("x", [2, 9])],
+     [f("a", None), f("b", None)], 18)
 save("opset23", [helper.make_node("Relu", ["x"], ["y"])], [f("x", [2])], [f("y", None)], 23)
 for op in ["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceProd", "ReduceMin"]:
     save("noop_" + op, [helper.make_node(op, ["x", "noaxes"], ["y"], noop_with_empty_axes=1),
@@ -74,7 +79,8 @@ CONVERTS = ["reduce18", "split18", "split18_uneven", "resize19", "resize_antiali
             "groupnorm21", "conv22"] + \
     ["noop_" + op for op in ["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceProd", "ReduceMin"]]
 REFUSED = {"resize_axes": "resizing chosen axes", "pad_axes": "padding along chosen axes",
-           "opset23": "newest onnxstream reads (22)"}
+           "opset23": "newest onnxstream reads (22)", "reduce_float_axes": "axes is float; ONNX asks for int64",
+           "split_bad_num": "num_outputs is 3 but the node has 2 outputs"}
 
 
 def main():
