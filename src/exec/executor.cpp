@@ -169,7 +169,14 @@ void Executor::gather_inputs(const Node &node, const NodeLayout *layout, NodeInp
                 in.ptrs.push_back(nullptr);
                 continue;
             }
-            if (t.empty()) fail(ONNXSTREAM_ERR_INTERNAL, node.where, ": input '", name, "' is not available");
+            if (t.empty()) {
+                const int producer = graph_.values()[static_cast<size_t>(ni.value)].producer;
+                if (producer >= 0 && graph_.nodes()[static_cast<size_t>(producer)].guard >= 0)
+                    fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": input '", name, "' was not computed: ",
+                         graph_.nodes()[static_cast<size_t>(producer)].where, " was skipped by its ",
+                         kGuardAttribute, ", and only ops under the same guard or IfMerge may read it");
+                fail(ONNXSTREAM_ERR_INTERNAL, node.where, ": input '", name, "' is not available");
+            }
             const Tensor *p = &t;
             if (follow && layout->in_nhwc[k]) {
                 const Tensor &src = in_layout(ni.value, true);
