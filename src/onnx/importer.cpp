@@ -283,6 +283,25 @@ std::pair<std::string, Shape> parse_input_shape(const std::string &text) {
 }
 
 namespace {
+// model.txt lists an op's outputs by position and cannot leave one out before a later one (LSTM's Y when
+// only Y_h is wanted): such an output gets a name, which nothing reads (outputs.txt keeps it from becoming
+// a model output).
+void name_middle_outputs(IrGraph &g) {
+    std::unordered_set<std::string> taken;
+    for (const Node &n : g.nodes) taken.insert(n.outputs.begin(), n.outputs.end());
+    for (Node &n : g.nodes) {
+        size_t last = n.outputs.size();
+        while (last > 0 && n.outputs[last - 1].empty()) --last;
+        for (size_t k = 0; k < last; ++k) {
+            if (!n.outputs[k].empty()) continue;
+            std::string name = cat(n.name, "/unused_output_", k);
+            for (int i = 1; taken.count(name) || g.is_constant(name); ++i) name = cat(n.name, "/unused_output_", k, "_", i);
+            taken.insert(name);
+            n.outputs[k] = name;
+        }
+    }
+}
+
 IrGraph load_model_proto(onnx::ModelProto &m, const std::string &path, const std::string &model_dir,
                          const std::vector<std::pair<std::string, Shape>> &input_shapes) {
     check_opset(m, path, model_dir);
@@ -327,6 +346,7 @@ IrGraph load_model_proto(onnx::ModelProto &m, const std::string &path, const std
         if (seen_names[n.name]++) n.name = cat(n.name, "_", i); // duplicate names would confuse every message
     }
     g.nodes = std::move(nodes);
+    name_middle_outputs(g);
 
     for (const auto &[name, dims] : input_shapes) apply_input_shape(g, name, dims);
     topo_sort(g);

@@ -1,5 +1,5 @@
-// Cast and CastLike between every dtype (float to integer as x86's truncating conversions do it), and
-// Identity.
+// Cast and CastLike between every dtype (float to integer as x86's truncating conversions do it),
+// Identity, and Dropout for inference.
 #include "ops/elementwise.h"
 
 #include <cstring>
@@ -132,12 +132,41 @@ std::vector<TensorInfo> infer_identity(const InferContext &ctx) {
 
 void run_identity(RunContext &ctx) { ctx.set_output(0, ctx.input(0)); }
 
+// Dropout for inference: the data unchanged and a mask of all true. Training mode drops at random unless
+// the ratio is 0, so it is refused then (the importer removes a Dropout whose mask nobody reads).
+std::vector<TensorInfo> infer_dropout(const InferContext &ctx) {
+    ctx.require_inputs(1, 3);
+    const TensorInfo &in = ctx.input(0);
+    if (ctx.has_input(1) && (shape_numel(ctx.input(1).shape) != 1 || !is_float(ctx.input(1).dtype)))
+        ctx.error("ratio must be one float, got ", dtype_name(ctx.input(1).dtype), " ", shape_str(ctx.input(1).shape));
+    if (ctx.has_input(2) && (shape_numel(ctx.input(2).shape) != 1 || ctx.input(2).dtype != DType::Bool))
+        ctx.error("training_mode must be one bool, got ", dtype_name(ctx.input(2).dtype), " ",
+                  shape_str(ctx.input(2).shape));
+    std::vector<TensorInfo> out{TensorInfo{in.dtype, in.shape, {}}};
+    if (ctx.output_count() > 1) out.push_back(TensorInfo{DType::Bool, in.shape, {}});
+    return out;
+}
+
+void run_dropout(RunContext &ctx) {
+    const bool training = ctx.has_input(2) && int_at(ctx.input(2), 0) != 0;
+    const float ratio = ctx.has_input(1) ? float_at(ctx.input(1), 0) : ctx.attrs().get_float("ratio", 0.5f);
+    if (training && ratio != 0.0f)
+        ctx.error(ONNXSTREAM_ERR_UNSUPPORTED, "training mode with ratio ", ratio,
+                  " drops values at random; onnxstream runs inference only");
+    ctx.set_output(0, ctx.input(0));
+    if (ctx.output_count() > 1) {
+        Tensor &mask = ctx.alloc_output(1);
+        std::fill(mask.data<uint8_t>(), mask.data<uint8_t>() + mask.numel(), uint8_t(1));
+    }
+}
+
 } // namespace
 
 void register_cast_ops(Registry &r) {
     r.add("Cast", infer_cast, run_cast);
     r.add("CastLike", infer_cast_like, [](RunContext &ctx) { cast_into(ctx, ctx.output_info(0).dtype); });
     r.add("Identity", infer_identity, run_identity);
+    r.add("Dropout", infer_dropout, run_dropout);
 }
 
 } // namespace onnxstream
