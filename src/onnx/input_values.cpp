@@ -74,7 +74,8 @@ void pin_input_values(IrGraph &g, const std::vector<std::string> &specs) {
                  onnx_type_name(type), ", which cannot be pinned");
         const std::string list = spec.substr(eq + 1);
         std::vector<std::string> parts;
-        for (std::string_view part : split(list, ',')) parts.emplace_back(part);
+        if (!list.empty()) // "NAME=" pins an input of no elements (an empty axes list)
+            for (std::string_view part : split(list, ',')) parts.emplace_back(part);
         const int64_t count = shape_numel(t->dims);
         if (static_cast<int64_t>(parts.size()) != count)
             fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "--input-value ", spec, ": input '", name, "' of shape ",

@@ -149,19 +149,23 @@ def compare(expected, got):
 
 def pins_for(message, feeds, pinned):
     """The inputs to pin with --input-value after a conversion stopped at a shape that input values decide: the
-    ones the message names, else every shape-like input (integers of rank <= 1 and up to 64 values, floats of
-    rank 1 and up to 8 values: shapes, axes, pads, scales) not pinned yet."""
+    ones the message names, else the shape-like inputs (integers of rank <= 1 and up to 64 values, floats of
+    rank 1 and up to 8 values: shapes, axes, pads, scales, depths) not pinned yet, the first input last."""
     named = set(re.findall(r"values of '([^']+)'", message))
     chosen = [(n, p) for n, p in feeds if n in named and n not in pinned]
     if chosen:
         return chosen
-    for n, p in feeds:
+
+    def shape_like(p):
         x = np.load(p, mmap_mode="r")
-        small_int = x.dtype.kind in "iu" and x.ndim <= 1 and x.size <= 64
-        small_float = x.dtype.kind == "f" and x.ndim == 1 and x.size <= 8
-        if (small_int or small_float) and n not in pinned:
-            chosen.append((n, p))
-    return chosen
+        return (x.dtype.kind in "iu" and x.ndim <= 1 and x.size <= 64) or (
+            x.dtype.kind == "f" and x.ndim == 1 and x.size <= 8)
+    # The first input is usually the data itself (pinning it leaves nothing to compute): the others first.
+    for candidates in (feeds[1:], feeds[:1]):
+        chosen = [(n, p) for n, p in candidates if n not in pinned and shape_like(p)]
+        if chosen:
+            return chosen
+    return []
 
 
 def run_test(test_dir, a):
