@@ -92,7 +92,8 @@ int64_t default_opset(const onnx::ModelProto &m) {
 // Opsets older than 11 are upgraded with ONNX's version converter; 18 to 22 are read as opset 17
 // (opset_downgrade.h), whatever this ONNX library knows. The graph is validated here, before any ONNX pass
 // reads it.
-void check_opset(onnx::ModelProto &m, const std::string &path, const std::string &model_dir) {
+void check_opset(onnx::ModelProto &m, const std::string &path, const std::string &model_dir,
+                 const std::vector<std::string> &input_values) {
     install_inference_guards();
     int64_t opset = default_opset(m);
     const int64_t newest = std::max(newest_known_opset(), kNewestReadableOpset);
@@ -101,7 +102,7 @@ void check_opset(onnx::ModelProto &m, const std::string &path, const std::string
     if (opset > newest)
         fail(ONNXSTREAM_ERR_UNSUPPORTED, path, ": opset ", opset, " is newer than the newest onnxstream reads (",
              newest, "); re-export the model with opset ", kMinOpset, "..", newest);
-    if (opset > kReadAsOpset) opset = downgrade_to_opset17(m, path, model_dir) > 0 ? kReadAsOpset : opset;
+    if (opset > kReadAsOpset) opset = downgrade_to_opset17(m, path, model_dir, input_values) > 0 ? kReadAsOpset : opset;
     // The version converter trusts the graph as much as shape inference does: it only ever sees a model
     // validate_model() accepted, and what it returns is validated again before the passes read it.
     validate_model(m, path);
@@ -303,8 +304,9 @@ void name_middle_outputs(IrGraph &g) {
 }
 
 IrGraph load_model_proto(onnx::ModelProto &m, const std::string &path, const std::string &model_dir,
-                         const std::vector<std::pair<std::string, Shape>> &input_shapes) {
-    check_opset(m, path, model_dir);
+                         const std::vector<std::pair<std::string, Shape>> &input_shapes,
+                         const std::vector<std::string> &input_values = {}) {
+    check_opset(m, path, model_dir, input_values);
 
     IrGraph g;
     g.source = path;
@@ -354,11 +356,12 @@ IrGraph load_model_proto(onnx::ModelProto &m, const std::string &path, const std
 }
 } // namespace
 
-IrGraph load_onnx(const std::string &path, const std::vector<std::pair<std::string, Shape>> &input_shapes) {
+IrGraph load_onnx(const std::string &path, const std::vector<std::pair<std::string, Shape>> &input_shapes,
+                  const std::vector<std::string> &input_values) {
     onnx::ModelProto m = read_model_proto(path);
     size_t slash = path.rfind('/');
     return load_model_proto(m, path, slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash)),
-                            input_shapes);
+                            input_shapes, input_values);
 }
 
 IrGraph load_onnx_bytes(const std::string &bytes, const std::string &source, const std::string &model_dir,
@@ -427,7 +430,7 @@ ConvertReport convert_onnx(const std::string &onnx_path, const std::string &out_
     check_output_dir(out_dir);
     ConvertReport report;
     report.source = onnx_path;
-    IrGraph g = load_onnx(onnx_path, options.input_shapes);
+    IrGraph g = load_onnx(onnx_path, options.input_shapes, options.input_values);
     pin_input_values(g, options.input_values);
     report.opset = g.opset;
     report.nodes_before = g.nodes.size();

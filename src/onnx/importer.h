@@ -49,7 +49,10 @@ std::pair<std::string, Shape> parse_input_shape(const std::string &text);
 ConvertReport convert_onnx(const std::string &onnx_path, const std::string &out_dir, const ConvertOptions &options);
 
 // The stages of convert_onnx, for tests and tools.
-IrGraph load_onnx(const std::string &onnx_path, const std::vector<std::pair<std::string, Shape>> &input_shapes);
+// `input_values`: the --input-value specs, which the reading of opsets 18 to 22 may need (a Reduce's axes
+// fed as a graph input); pin_input_values applies them.
+IrGraph load_onnx(const std::string &onnx_path, const std::vector<std::pair<std::string, Shape>> &input_shapes,
+                  const std::vector<std::string> &input_values = {});
 // The same from the file's bytes in memory (fuzzing, hosts holding the model in RAM); `source` names it in
 // messages and external data is looked up in `model_dir`.
 IrGraph load_onnx_bytes(const std::string &bytes, const std::string &source, const std::string &model_dir,

@@ -27,9 +27,31 @@ const std::unordered_set<std::string> kReduceWithAxesInput = {
     "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
     "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSumSquare"};
 
+// The values of --input-value specs that read as int64 lists (axes), by input name.
+std::unordered_map<std::string, std::vector<int64_t>> pinned_ints(const std::vector<std::string> &specs) {
+    std::unordered_map<std::string, std::vector<int64_t>> out;
+    for (const std::string &spec : specs) {
+        const size_t eq = spec.find('=');
+        if (eq == std::string::npos || eq == 0) continue; // pin_input_values reports it
+        std::vector<int64_t> values;
+        bool ok = true;
+        const std::string list = spec.substr(eq + 1);
+        if (!list.empty())
+            for (std::string_view part : split(list, ',')) {
+                int64_t v = 0;
+                ok = ok && parse_int64(part, v);
+                values.push_back(v);
+            }
+        if (ok) out[spec.substr(0, eq)] = std::move(values);
+    }
+    return out;
+}
+
 class Downgrade {
 public:
-    Downgrade(const std::string &path, const std::string &model_dir) : path_(path), model_dir_(model_dir) {}
+    Downgrade(const std::string &path, const std::string &model_dir,
+              const std::unordered_map<std::string, std::vector<int64_t>> &pinned)
+        : path_(path), model_dir_(model_dir), pinned_(pinned) {}
 
     void graph(onnx::GraphProto &g, const std::string &where) {
         std::unordered_map<std::string, const onnx::TensorProto *> constants;
@@ -117,9 +139,13 @@ private:
                 return;
             }
             auto c = constants.find(n.input(1));
-            if (c == constants.end())
-                refuse(what, cat("axes computed at run time ('", n.input(1), "')"));
-            const std::vector<int64_t> axes = constant_ints(*c->second, what + " axes");
+            auto pin = pinned_.find(n.input(1));
+            if (c == constants.end() && pin == pinned_.end())
+                fail(ONNXSTREAM_ERR_UNSUPPORTED, path_, ": ", what, ": the values of '", n.input(1),
+                     "' (its axes) decide the output's shape and are computed at run time; when it is a graph "
+                     "input, pin it with --input-value ", n.input(1), "=...");
+            const std::vector<int64_t> axes = c != constants.end() ? constant_ints(*c->second, what + " axes")
+                                                                  : pin->second;
             keep_first_input(n);
             if (axes.empty()) {
                 if (noop_empty) no_reduction(n);
@@ -166,21 +192,24 @@ private:
     }
 
     std::string path_, model_dir_;
+    const std::unordered_map<std::string, std::vector<int64_t>> &pinned_;
 };
 
 } // namespace
 
-int64_t downgrade_to_opset17(onnx::ModelProto &m, const std::string &path, const std::string &model_dir) {
+int64_t downgrade_to_opset17(onnx::ModelProto &m, const std::string &path, const std::string &model_dir,
+                             const std::vector<std::string> &input_values) {
     int64_t from = 0;
     for (const auto &op : m.opset_import())
         if (op.domain().empty() || op.domain() == "ai.onnx") from = op.version();
     if (from <= kReadAsOpset) return from;
-    Downgrade(path, model_dir).graph(*m.mutable_graph(), "");
+    const auto pinned = pinned_ints(input_values);
+    Downgrade(path, model_dir, pinned).graph(*m.mutable_graph(), "");
     for (auto &f : *m.mutable_functions()) {
         // Function bodies are inlined later; their nodes follow the same rules.
         onnx::GraphProto body;
         body.mutable_node()->CopyFrom(f.node());
-        Downgrade(path, model_dir).graph(body, cat("function '", f.name(), "': "));
+        Downgrade(path, model_dir, pinned).graph(body, cat("function '", f.name(), "': "));
         f.mutable_node()->CopyFrom(body.node());
     }
     for (auto &op : *m.mutable_opset_import())

@@ -4,6 +4,7 @@ against ONNX Runtime:
 - the Reduce family with axes as an input (constant, absent, empty with noop_with_empty_axes: the
   element-wise part alone, |x|, x*x, log x, x), Split with num_outputs (even and uneven), Resize with the new
   attributes at their defaults and with antialias, Cast with saturate, and Conv at opset 22;
+- a Reduce whose axes are a graph input: refused naming the input, converted once --input-value pins it;
 - operators new in those opsets that the engine runs: Gelu (20), GroupNormalization with per-group (18) and
   per-channel (21) scale and bias, Mish (18);
 - forms opset 17 cannot express are refused naming the node and the reason (Resize and Pad along chosen
@@ -63,6 +64,8 @@ save("reduce_float_axes", [helper.make_node("ReduceMean", ["x", "axes"], ["m"])]
      [nh.from_array(np.array([1], np.float32), "axes")])
 save("split_bad_num", [helper.make_node("Split", ["x"], ["a", "b"], axis=1, num_outputs=3)], [f("x", [2, 9])],
      [f("a", None), f("b", None)], 18)
+save("reduce_axes_input", [helper.make_node("ReduceMax", ["x", "axes"], ["m"], keepdims=0)],
+     [f("x", [2, 3, 4]), helper.make_tensor_value_info("axes", TensorProto.INT64, [2])], [f("m", None)], 18)
 save("opset23", [helper.make_node("Relu", ["x"], ["y"])], [f("x", [2])], [f("y", None)], 23)
 for op in ["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceProd", "ReduceMin"]:
     save("noop_" + op, [helper.make_node(op, ["x", "noaxes"], ["y"], noop_with_empty_axes=1),
@@ -91,6 +94,15 @@ def main():
                       "--check-tolerance", "1e-5")
         check(rc == 0 and "check passed" in out,
               "%s converts and matches ONNX Runtime%s" % (name, "" if rc == 0 else " (" + out.strip()[-300:] + ")"))
+    # A Reduce whose axes are a graph input: refused naming the input, then converted with it pinned.
+    model = os.path.join(a.work, "reduce_axes_input.onnx")
+    rc, out = cli(model, os.path.join(a.work, "reduce_axes_unpinned"))
+    check(rc == 1 and "values of 'axes'" in out and "--input-value axes=" in out,
+          "a Reduce's axes fed as an input are refused, naming the option that pins them (%s)" % out.strip()[-200:])
+    rc, out = cli(model, os.path.join(a.work, "reduce_axes_pinned"), "--input-value", "axes=0,2", "--check",
+                  "--check-tolerance", "1e-5")
+    check(rc == 0 and "check passed" in out, "with --input-value axes=0,2 it converts and matches ONNX Runtime%s"
+          % ("" if rc == 0 else " (" + out.strip()[-300:] + ")"))
     for name, reason in REFUSED.items():
         rc, out = cli(os.path.join(a.work, name + ".onnx"), os.path.join(a.work, name))
         check(rc == 1 and reason in out, "%s is refused saying '%s' (%s)" % (name, reason, out.strip()[-200:]))
