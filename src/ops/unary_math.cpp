@@ -104,6 +104,33 @@ struct CosK : NoXnn {
 struct TanhK : NoXnn {
     static float f(float x) { return std::tanh(x); }
 };
+struct TanK : NoXnn {
+    static float f(float x) { return std::tan(x); }
+};
+struct AsinK : NoXnn {
+    static float f(float x) { return std::asin(x); }
+};
+struct AcosK : NoXnn {
+    static float f(float x) { return std::acos(x); }
+};
+struct AtanK : NoXnn {
+    static float f(float x) { return std::atan(x); }
+};
+struct SinhK : NoXnn {
+    static float f(float x) { return std::sinh(x); }
+};
+struct CoshK : NoXnn {
+    static float f(float x) { return std::cosh(x); }
+};
+struct AsinhK : NoXnn {
+    static float f(float x) { return std::asinh(x); }
+};
+struct AcoshK : NoXnn {
+    static float f(float x) { return std::acosh(x); }
+};
+struct AtanhK : NoXnn {
+    static float f(float x) { return std::atanh(x); }
+};
 struct ReciprocalK : NoXnn {
     static float f(float x) { return 1.0f / x; }
 };
@@ -164,6 +191,15 @@ void register_unary_math_ops(Registry &r) {
     r.add("Sin", infer_float_unary, run_float_unary<SinK>);
     r.add("Cos", infer_float_unary, run_float_unary<CosK>);
     r.add("Tanh", infer_float_unary, run_float_unary<TanhK>);
+    r.add("Tan", infer_float_unary, run_float_unary<TanK>);
+    r.add("Asin", infer_float_unary, run_float_unary<AsinK>);
+    r.add("Acos", infer_float_unary, run_float_unary<AcosK>);
+    r.add("Atan", infer_float_unary, run_float_unary<AtanK>);
+    r.add("Sinh", infer_float_unary, run_float_unary<SinhK>);
+    r.add("Cosh", infer_float_unary, run_float_unary<CoshK>);
+    r.add("Asinh", infer_float_unary, run_float_unary<AsinhK>);
+    r.add("Acosh", infer_float_unary, run_float_unary<AcoshK>);
+    r.add("Atanh", infer_float_unary, run_float_unary<AtanhK>);
     r.add("Reciprocal", infer_float_unary, run_float_unary<ReciprocalK>);
     r.add("Floor", infer_float_unary, run_float_unary<FloorK>);
     r.add("Ceil", infer_float_unary, run_float_unary<CeilK>);

@@ -222,6 +222,12 @@ for op, (lo, hi) in UNARY.items():
     add(f"{n}_f32_big", op, [rand(1, 8, 64, 65, low=lo, high=hi)])
     add(f"{n}_f16", op, [rand(3, 4, 5, low=lo, high=hi, dtype="float16")])
     add(f"{n}_scalar", op, [const(np.float32((lo + hi) / 3 + 0.1), "float32")])
+# The trigonometric and hyperbolic functions: float32 only (ONNX Runtime's CPU kernels have no float16 ones).
+TRIG = {"Tan": (-1.5, 1.5), "Asin": (-1.0, 1.0), "Acos": (-1.0, 1.0), "Atan": (-10.0, 10.0), "Sinh": (-5.0, 5.0),
+        "Cosh": (-5.0, 5.0), "Asinh": (-10.0, 10.0), "Acosh": (1.0, 10.0), "Atanh": (-0.99, 0.99)}
+for op, (lo, hi) in TRIG.items():
+    add(f"{op.lower()}_f32", op, [rand(3, 4, 5, low=lo, high=hi)])
+    add(f"{op.lower()}_outside", op, [const([np.nan, np.inf, -np.inf, 0.0, 2.0, -2.0, 0.5], "float32")])
 NAN_INF = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.5, 0.5], "float32")
 for op in UNARY:
     add(f"{op.lower()}_nan_inf", op, [const(NAN_INF, "float32")])
