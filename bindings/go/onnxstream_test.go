@@ -13,7 +13,7 @@ import (
 )
 
 func TestVersion(t *testing.T) {
-	if major, minor, patch := Version(); major != 0 || minor != 7 || patch != 0 {
+	if major, minor, patch := Version(); major != 0 || minor != 8 || patch != 0 {
 		t.Fatalf("Version() = %d.%d.%d", major, minor, patch)
 	}
 	if VersionString() != "0.8.0" {

@@ -335,4 +335,4 @@ class _OldLibrary:
 def test_an_older_library_is_refused_by_version():
     with pytest.raises(onnxstream.LibraryError) as e:
         onnxstream._capi._API(_OldLibrary(), "libold.so")
-    assert "libonnxstream 0.6.0" in str(e.value) and "0.7.x" in str(e.value)
+    assert "libonnxstream 0.6.0" in str(e.value) and "0.8.x" in str(e.value)
