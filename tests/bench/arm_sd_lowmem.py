@@ -9,6 +9,13 @@ the qemu process (guest program + qemu) and qemu's own RSS for an empty program 
 under the same qemu, emulated wall time (only meaningful relative to the others), the cgroup's peak charge,
 and whether the PNG equals the x86 build's for the same seed (else the largest pixel difference).
 
+qemu's overhead grows with the program it runs (translated code, its page tables), so an empty program
+understates it. The guest's own RSS is therefore also measured: qemu runs with a fixed guest base (-B) and a
+4 GiB guest address space (-R), so every guest page lies in [base, base + 4 GiB) of the qemu process, and
+/proc/PID/smaps is sampled every --sample-s seconds (default 1 s; emulation is slow, so peaks last far longer):
+`guest peak MB` is the largest sum of the Rss of the mappings in that range, the figure to set beside the x86
+build's peak RSS, and `qemu peak MB` the largest sum of the others.
+
 Emulation is slow (the full pipeline takes hours per board on a 2-core machine), so --phase splits each
 board's run into two processes that may run on different days: `generate` (text encoder and UNet, `sd
 --save-latents --latents-only`) and `decode` (`sd --decode-latents`, the tiled VAE). Each phase runs in its
@@ -26,6 +33,8 @@ import os
 import re
 import subprocess
 import sys
+import threading
+import time
 
 import numpy as np
 
@@ -46,6 +55,71 @@ ARCHES = {
 }
 
 
+GUEST_BASE = 0x100000000000
+GUEST_SPACE = 0x100000000  # 4 GiB: the whole address space of a 32-bit guest, plenty for sd on aarch64
+
+
+class GuestRssSampler:
+    """Samples the split of a qemu-user process's RSS into guest pages and qemu's own, keeping the peaks."""
+
+    def __init__(self, marker, period_s):
+        self.marker, self.period_s = marker, period_s
+        self.guest_kb = self.qemu_kb = 0
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def _qemu_pids(self):
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            except OSError:
+                continue
+            if argv and argv[0].startswith(b"qemu-") and self.marker in argv:
+                yield pid
+
+    def _sample(self, pid):
+        guest = qemu = 0
+        inside = False
+        try:
+            with open(f"/proc/{pid}/smaps") as f:
+                for line in f:
+                    if line[0] in "0123456789abcdef" and "-" in line.split(" ", 1)[0]:
+                        lo = int(line.split("-", 1)[0], 16)
+                        inside = GUEST_BASE <= lo < GUEST_BASE + GUEST_SPACE
+                    elif line.startswith("Rss:"):
+                        kb = int(line.split()[1])
+                        if inside:
+                            guest += kb
+                        else:
+                            qemu += kb
+        except OSError:  # the process ended between listing and reading
+            return
+        self.guest_kb, self.qemu_kb = max(self.guest_kb, guest), max(self.qemu_kb, qemu)
+        self.samples += 1
+
+    def _run(self):
+        while not self._stop.wait(self.period_s):
+            for pid in self._qemu_pids():
+                self._sample(pid)
+
+    def report(self):
+        if not self.samples:
+            return {}
+        return {"guest_peak_rss_mb": round(self.guest_kb / 1024, 1), "qemu_peak_rss_mb": round(self.qemu_kb / 1024, 1),
+                "rss_samples": self.samples}
+
+
 def log(msg):
     print(f"arm_sd_lowmem.py: {msg}", flush=True)
 
@@ -62,6 +136,10 @@ def combine_phases(work, arch):
     r["complete"] = len(parts) == 2
     r["wall_seconds"] = round(sum(p["wall_seconds"] for p in parts), 1)
     r["peak_rss_mb"] = max((p["peak_rss_mb"] or 0) for p in parts)
+    for key in ("guest_peak_rss_mb", "qemu_peak_rss_mb"):
+        # A phase measured before the guest sampling existed has no split: the board's split is then unknown.
+        values = [p.get(key) for p in parts]
+        r[key] = None if None in values else max(values)
     peaks = [(p.get("cgroup") or {}).get("peak_charge_mb") or 0 for p in parts]
     r["cgroup"] = dict(r.get("cgroup") or {}, peak_charge_mb=max(peaks))
     return r
@@ -83,6 +161,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--size", choices=["full", "small"], default="full", help="small: a quick check of this script")
     ap.add_argument("--phase", choices=["all", "generate", "decode"], default="all")
+    ap.add_argument("--sample-s", type=float, default=1.0, help="period of the guest RSS sampling")
     ap.add_argument("--reuse-x86", action="store_true",
                     help="reuse x86.png and logs/x86.log of an earlier run with the same models and options")
     args = ap.parse_args()
@@ -117,7 +196,7 @@ def main():
     for entry in args.arm.split(","):
         build, arch = entry.split(":")
         a = ARCHES[arch]
-        qemu = [a["qemu"], "-cpu", a["cpu"], "-L", a["sysroot"]]
+        qemu = [a["qemu"], "-cpu", a["cpu"], "-L", a["sysroot"], "-B", hex(GUEST_BASE), "-R", hex(GUEST_SPACE)]
         # qemu's own footprint: an empty program of the same architecture under the same qemu.
         empty = os.path.join(work, f"empty_{arch}")
         with open(empty + ".c", "w") as f:
@@ -133,10 +212,11 @@ def main():
         log(f"{arch} (qemu -cpu {a['cpu']}): sd --rpi-lowmem ({args.phase}) inside a {args.limit_mb} MB memory cgroup")
         cg = MemoryCgroup(args.limit_mb * 2**20)
         try:
-            err, wall, rss, rc = time_v(qemu + [os.path.join(build, "examples", "sd", "sd")] + phases[args.phase],
-                                        os.path.join(logs, f"{arch}-{args.phase}.log"), cg.prefix())
+            with GuestRssSampler(hex(GUEST_BASE).encode(), args.sample_s) as sampler:
+                err, wall, rss, rc = time_v(qemu + [os.path.join(build, "examples", "sd", "sd")] + phases[args.phase],
+                                            os.path.join(logs, f"{arch}-{args.phase}.log"), cg.prefix())
             r = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss,
-                     qemu_empty_rss_mb=qemu_rss, cgroup=cg.report(), cpu=a["cpu"])
+                     qemu_empty_rss_mb=qemu_rss, cgroup=cg.report(), cpu=a["cpu"], **sampler.report())
         finally:
             cg.remove()
         if args.phase != "all":
@@ -155,8 +235,8 @@ def main():
     with open(os.path.join(work, "arm_sd_lowmem.json"), "w") as f:
         json.dump(results, f, indent=1)
     print(f"\nSD 1.5 ({args.size}), sd --rpi-lowmem --steps {args.steps}, {args.limit_mb} MB cgroup")
-    print(f"{'run':<8} {'cpu':<11} {'exit':>4} {'wall s':>8} {'peak RSS MB':>11} {'qemu alone MB':>13} "
-          f"{'cgroup peak MB':>14}  PNG vs x86")
+    print(f"{'run':<8} {'cpu':<11} {'exit':>4} {'wall s':>8} {'peak RSS MB':>11} {'guest peak MB':>13} "
+          f"{'qemu peak MB':>12} {'qemu alone MB':>13} {'cgroup peak MB':>14}  PNG vs x86")
     for name in ["x86"] + [e.split(":")[1] for e in args.arm.split(",")]:
         r = results.get(name)
         if not r:
@@ -168,7 +248,8 @@ def main():
             png = "decode phase still to run"
         fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
         print(f"{name:<8} {r.get('cpu', 'host'):<11} {r['exit_code']:>4} {fmt(r['wall_seconds']):>8} "
-              f"{fmt(r['peak_rss_mb']):>11} {fmt(r.get('qemu_empty_rss_mb')):>13} {fmt(cgp):>14}  {png}")
+              f"{fmt(r['peak_rss_mb']):>11} {fmt(r.get('guest_peak_rss_mb')):>13} {fmt(r.get('qemu_peak_rss_mb')):>12} "
+              f"{fmt(r.get('qemu_empty_rss_mb')):>13} {fmt(cgp):>14}  {png}")
     if any(results[n]["exit_code"] != 0 for n in results if isinstance(results[n], dict)):
         sys.exit(f"arm_sd_lowmem.py: a run failed; see {logs}")
 
