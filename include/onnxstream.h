@@ -174,6 +174,11 @@ ONNXSTREAM_API const char *onnxstream_last_error(void);
     percent faster when the model's threads have the cores to themselves; much slower when other processes
     compete for them (then every section waits for a worker the scheduler has not run). */
 #define ONNXSTREAM_FLAG_SPIN_WORKERS 0x8u
+/** Since 0.9: compute every 8-bit weight by dequantizing it to float32 (W8A32), even where the kernel
+    library has dynamically quantized int8 kernels (XNNPACK's 2024 API: per-channel int8 MatMul, Gemm and
+    Conv weights then compute in int8 with activations quantized per row when the op runs). For
+    comparisons. */
+#define ONNXSTREAM_FLAG_DEQUANTIZE_WEIGHTS 0x10u
 
 typedef struct onnxstream_model_options {
     uint32_t struct_size; /**< sizeof(onnxstream_model_options_t); set by onnxstream_model_options_init */
@@ -488,6 +493,9 @@ typedef struct onnxstream_run_stats {
     uint64_t weight_bytes_copied; /**< bytes written turning weights into kernel input: layout changes, float16
                                        widening, 8-bit dequantization, padded and row copies (XNNPACK's own
                                        packing is not counted) */
+    /* Since 0.9: */
+    uint64_t int8_ops;            /**< ops that computed an 8-bit weight in int8 arithmetic, their activations
+                                       quantized when the op ran (ONNXSTREAM_FLAG_DEQUANTIZE_WEIGHTS) */
 } onnxstream_run_stats_t;
 
 /** Read the figures of the last successful run (zeros before one). */

@@ -63,6 +63,9 @@ type Options struct {
 	// Keep the thread pool's workers spinning between parallel sections instead of sleeping: a little
 	// faster when the model's threads have the cores to themselves, much slower under load.
 	SpinWorkers bool
+	// Compute 8-bit weights in float32 (dequantized) even where the build has int8 arithmetic for them
+	// (XNNPACK's 2024 API).
+	DequantizeWeights bool
 }
 
 // NoChunking as Options.WeightChunkBytes never splits weights.
@@ -115,6 +118,8 @@ type RunStats struct {
 	WeightWaitTime  time.Duration // time the run waited for weights
 	// Bytes written turning weights into kernel input (layout changes, widening, dequantization, copies).
 	WeightBytesCopied uint64
+	// Ops that computed an 8-bit weight in int8 arithmetic (builds against XNNPACK's 2024 API).
+	Int8Ops uint64
 }
 
 // Model owns a C model. It is not safe for concurrent use.
@@ -161,6 +166,9 @@ func NewModel(opts Options) (*Model, error) {
 	}
 	if opts.SpinWorkers {
 		o.flags |= C.ONNXSTREAM_FLAG_SPIN_WORKERS
+	}
+	if opts.DequantizeWeights {
+		o.flags |= C.ONNXSTREAM_FLAG_DEQUANTIZE_WEIGHTS
 	}
 	if opts.CachePath != "" {
 		cpath := C.CString(opts.CachePath)
@@ -560,5 +568,6 @@ func (m *Model) RunStats() (RunStats, error) {
 		WeightReadTime:    time.Duration(s.weight_read_us) * us,
 		WeightWaitTime:    time.Duration(s.weight_wait_us) * us,
 		WeightBytesCopied: uint64(s.weight_bytes_copied),
+		Int8Ops:           uint64(s.int8_ops),
 	}, nil
 }

@@ -117,7 +117,8 @@ onnxstream_status_t onnxstream_model_create(const onnxstream_model_options_t *op
                     " (expected 0..1024, 0 = one per core)");
         REQUIRE_ARG(o.provider >= ONNXSTREAM_PROVIDER_AUTO && o.provider <= ONNXSTREAM_PROVIDER_RAM,
                     "onnxstream_model_create: unknown provider kind ", o.provider);
-        REQUIRE_ARG((o.flags & ~(ONNXSTREAM_FLAG_NCHW_ONLY | ONNXSTREAM_FLAG_PROFILE | ONNXSTREAM_FLAG_SPIN_WORKERS)) == 0, "onnxstream_model_create: unknown flags 0x", std::hex,
+        REQUIRE_ARG((o.flags & ~(ONNXSTREAM_FLAG_NCHW_ONLY | ONNXSTREAM_FLAG_PROFILE | ONNXSTREAM_FLAG_SPIN_WORKERS |
+                                     ONNXSTREAM_FLAG_DEQUANTIZE_WEIGHTS)) == 0, "onnxstream_model_create: unknown flags 0x", std::hex,
                     o.flags);
         REQUIRE_ARG(o.memory_mode >= ONNXSTREAM_MEMORY_BALANCED && o.memory_mode <= ONNXSTREAM_MEMORY_MAX_SPEED,
                     "onnxstream_model_create: unknown memory mode ", o.memory_mode, " (expected 0 balanced, 1 min, 2 max-speed)");
@@ -364,6 +365,7 @@ onnxstream_status_t onnxstream_model_run_stats(onnxstream_model_t *model, onnxst
         s.fp16_fallbacks = last.exec.fp16_fallbacks;
         s.arithmetic = model->model.fp16_arithmetic() ? ONNXSTREAM_ARITHMETIC_FP16 : ONNXSTREAM_ARITHMETIC_FP32;
         s.weight_bytes_copied = last.weight_bytes_copied;
+        s.int8_ops = last.exec.int8_ops;
         std::memcpy(stats, &s, std::min<size_t>(stats->struct_size, sizeof(s)));
     });
 }

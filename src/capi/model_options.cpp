@@ -63,6 +63,7 @@ ModelOptions model_options_from(const onnxstream_model_options_t &o) {
     m.run.nhwc_layout = (o.flags & ONNXSTREAM_FLAG_NCHW_ONLY) == 0;
     m.profile = (o.flags & ONNXSTREAM_FLAG_PROFILE) != 0;
     m.run.spin_workers = (o.flags & ONNXSTREAM_FLAG_SPIN_WORKERS) != 0;
+    m.run.int8_weight_arithmetic = (o.flags & ONNXSTREAM_FLAG_DEQUANTIZE_WEIGHTS) == 0;
     if (o.cache_path) m.cache_path = o.cache_path;
     m.max_bytes = o.max_bytes;
     m.arithmetic = static_cast<onnxstream_arithmetic_t>(o.arithmetic);

@@ -258,6 +258,7 @@ void Executor::run_node(const Node &node) {
     if (!reusable.empty()) ctx.set_reusable_inputs(std::move(reusable));
     ctx.set_transpose_counter(&stats_->layout_transposes);
     ctx.set_fp16_counters(&stats_->fp16_ops, &stats_->fp16_fallbacks);
+    ctx.set_int8_counter(&stats_->int8_ops);
     ctx.set_weight_copy_counter(&stats_->weight_bytes_copied);
     ctx.set_weight_preparation(node.def, prepare_weight);
     if (layout && node.def->nhwc != NhwcIo::None) ctx.set_output_nhwc(layout->out_nhwc);

@@ -26,6 +26,8 @@ struct RunStats {
     uint64_t layout_transposes = 0;
     // Ops computed in float16 arithmetic; ops that asked for it but fell back to float32 (no f16 kernels).
     uint64_t fp16_ops = 0, fp16_fallbacks = 0;
+    // Ops that computed an 8-bit weight in int8 arithmetic (xnnpack/dynamic_quant.h).
+    uint64_t int8_ops = 0;
     // Bytes written on the weight path by the executor (padded copies) and by ops (conversions and
     // transposes of weights for their kernels); the provider's own copies are counted by the provider.
     uint64_t weight_bytes_copied = 0;

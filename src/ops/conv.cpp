@@ -15,6 +15,7 @@
 #include "tensor/half.h"
 #include "util/strings.h"
 #include "xnnpack/conv.h"
+#include "xnnpack/dynamic_quant.h"
 
 namespace onnxstream {
 
@@ -342,6 +343,45 @@ std::vector<TensorInfo> conv_infer(const InferContext &ctx) {
     return conv_output_info(ctx, conv_geometry(ctx.attrs(), ctx.node.where, x.shape, w.shape));
 }
 
+// A per-channel int8 weight along the output channels (--quantize w8) in int8 arithmetic: the NHWC float32
+// input is quantized per image when the op runs (XNNPACK's convolution takes one scale and zero point per
+// batch item) and the int8 kernel, reordered to OHWI if stored OIHW but never dequantized, is packed as it
+// is. Streamed weights run in output-channel chunks like the float32 path. Returns false, having written
+// nothing, when the option is off or the build or the CPU has no such kernel (xnnpack/dynamic_quant.h).
+bool conv_run_int8(const RunContext &ctx, const xnn::Conv2dShape &s, size_t m, const float *in, const float *bias,
+                   float *out) {
+    const Tensor &w = ctx.input(1);
+    const QuantParams &q = w.quant();
+    if (!ctx.options().int8_weight_arithmetic || !xnn::has_dynamic_quant_kernels() || w.dtype() != DType::I8 ||
+        !q.present || q.axis != 0 || !q.channel_scales || q.channel_scales->size() != m)
+        return false;
+    const float *scales = q.channel_scales->data();
+    const size_t image = s.in_h * s.in_w * s.groups * s.group_in;
+    Tensor xq_buffer = ctx.scratch(DType::I8, {static_cast<int64_t>(s.batch * image + xnn::kQuantizedSlack)});
+    xnn::QuantizedRows xq;
+    xq.values = xq_buffer.data<int8_t>();
+    xnn::quantize_rows(s.batch, image, in, image, xq, ctx.pool());
+    if (!ctx.is_streamed(1)) {
+        const Tensor kernel = ctx.kernel_weight(1, w, 0, DType::I8);
+        if (!xnn::conv2d_nhwc_qd8(s, xq, kernel.data<int8_t>(), scales, bias, out, ctx.pool())) return false;
+    } else {
+        const int64_t rows = s.groups == 1 ? ctx.weight_chunk_rows(1, /*float_bytes=*/false) : static_cast<int64_t>(m);
+        for (int64_t o0 = 0; o0 < static_cast<int64_t>(m); o0 += rows) {
+            const int64_t o1 = std::min<int64_t>(static_cast<int64_t>(m), o0 + rows);
+            const Tensor kernel_rows = ctx.kernel_weight(1, ctx.read_weight_rows(1, o0, o1), o0, DType::I8);
+            xnn::Conv2dShape part = s;
+            part.group_out = static_cast<size_t>(o1 - o0) / s.groups;
+            part.output_pixel_stride = m;
+            // Only the first chunk can fail (kernel support does not change mid-run): nothing written yet.
+            if (!xnn::conv2d_nhwc_qd8(part, xq, kernel_rows.data<int8_t>(), scales + o0, bias ? bias + o0 : nullptr,
+                                      out + o0, ctx.pool()))
+                return false;
+        }
+    }
+    ctx.count_int8();
+    return true;
+}
+
 void conv_run(RunContext &ctx) {
     if (run_conv_w8a8(ctx)) return; // static W8A8 when the node has activation ranges
     const Tensor &x = ctx.input(0), &w = ctx.input(1);
@@ -385,7 +425,9 @@ void conv_run(RunContext &ctx) {
     float *out = output_nhwc(ctx, y, m, out_hw, out_holder);
     // Kernel rows (output channels) in OHWI float32: OnnxStream's "_nhwc.bin" float32 weights arrive that
     // way and are used as they are; the rest is converted and reordered in one pass.
-    if (!ctx.is_streamed(1)) {
+    if (conv_run_int8(ctx, s, m, in, bias, out)) {
+        // computed in int8 arithmetic
+    } else if (!ctx.is_streamed(1)) {
         auto kernel = [&] { return ctx.kernel_weight(1, w, 0); };
         conv_operator(ctx, s, w, kernel, bias)->run(n, in_h, in_w, in, out, ctx.pool());
     } else {

@@ -10,6 +10,7 @@
 #include "ops/registry.h"
 #include "ops/shape_common.h"
 #include "tensor/half.h"
+#include "xnnpack/dynamic_quant.h"
 #include "xnnpack/matmul.h"
 
 namespace onnxstream {
@@ -19,12 +20,73 @@ namespace {
 // ---------------------------------------------------------------------------------------------------------
 // Helpers shared by MatMul and Gemm
 
+// The fully connected product of fc_weight in int8 arithmetic, for a per-channel int8 weight whose scales
+// run along N (what --quantize w8 writes for MatMul and Gemm): x is quantized row by row when the op runs
+// and the int8 weight is packed as it is stored, never dequantized. A [K, N] weight streamed in chunks of K
+// quantizes each chunk's columns of x on their own and sums the float32 partial products, as fc_weight
+// does. Returns false, having written nothing, when the option is off or the build or the CPU has no such
+// kernel (xnnpack/dynamic_quant.h); fc_weight then dequantizes.
+bool fc_weight_int8(const RunContext &ctx, size_t wi, const float *x, size_t m, size_t k, size_t n, bool weight_kn,
+                    const float *bias, float *y) {
+    const Tensor &w = ctx.input(wi);
+    const QuantParams &q = w.quant();
+    if (!ctx.options().int8_weight_arithmetic || !xnn::has_dynamic_quant_kernels() || w.dtype() != DType::I8 ||
+        !q.present || q.axis != (weight_kn ? 1 : 0) || !q.channel_scales || w.rank() != 2 ||
+        q.channel_scales->size() != static_cast<size_t>(weight_kn ? w.dim(1) : w.dim(0)))
+        return false;
+    const float *scales = q.channel_scales->data();
+    Tensor xq_buffer = ctx.scratch(DType::I8, {static_cast<int64_t>(m * k + xnn::kQuantizedSlack)});
+    xnn::QuantizedRows xq;
+    xq.values = xq_buffer.data<int8_t>();
+    if (!ctx.is_streamed(wi)) {
+        auto fc = xnn::FullyConnectedQd8::create(k, n, w.data<int8_t>(), weight_kn, scales, bias, n);
+        if (!fc) return false;
+        xnn::quantize_rows(m, k, x, k, xq, ctx.pool());
+        fc->run(m, xq, y, ctx.pool());
+        ctx.count_int8();
+        return true;
+    }
+    const int64_t total = w.dim(0), step = ctx.weight_chunk_rows(wi, /*float_bytes=*/false);
+    Tensor partial;
+    for (int64_t r0 = 0; r0 < total; r0 += step) {
+        const int64_t r1 = std::min(total, r0 + step);
+        const size_t rows = static_cast<size_t>(r1 - r0);
+        const Tensor chunk = ctx.read_weight_rows(wi, r0, r1);
+        if (!weight_kn) { // [N, K] in chunks of N, each filling its columns of y
+            auto fc = xnn::FullyConnectedQd8::create(k, rows, chunk.data<int8_t>(), false, scales + r0,
+                                                     bias ? bias + r0 : nullptr, n);
+            if (!fc) return false; // only the first chunk can get here
+            if (r0 == 0) xnn::quantize_rows(m, k, x, k, xq, ctx.pool());
+            fc->run(m, xq, y + r0, ctx.pool());
+            continue;
+        }
+        // [K, N] in chunks of K: this chunk's columns of x against its rows of W, summed into y.
+        auto fc = xnn::FullyConnectedQd8::create(rows, n, chunk.data<int8_t>(), true, scales,
+                                                 r0 == 0 ? bias : nullptr, n);
+        if (!fc) return false;
+        xnn::quantize_rows(m, rows, x + r0, k, xq, ctx.pool());
+        if (r0 == 0) {
+            fc->run(m, xq, y, ctx.pool());
+            continue;
+        }
+        if (partial.empty()) partial = ctx.scratch(DType::F32, {static_cast<int64_t>(m), static_cast<int64_t>(n)});
+        float *p = partial.data<float>();
+        fc->run(m, xq, p, ctx.pool());
+        parallel_for(ctx.pool(), m * n, 1 << 15, [&](size_t b, size_t e) {
+            for (size_t i = b; i < e; ++i) y[i] += p[i];
+        });
+    }
+    ctx.count_int8();
+    return true;
+}
+
 // y[m, n] = x[m, k] · W (+ bias) with W the 2-D weight input `wi`: [K, N] when weight_kn, else [N, K]; any
 // float weight dtype (RunContext::kernel_weight makes it float32). A weight the executor streams is read in
 // row chunks: [K, N] in slices of K whose partial products are summed, [N, K] in slices of N that each fill
 // their columns of y. x rows are k floats apart and readable past the end (the executor's padding).
 void fc_weight(const RunContext &ctx, size_t wi, const float *x, size_t m, size_t k, size_t n, bool weight_kn,
                const float *bias, float *y) {
+    if (fc_weight_int8(ctx, wi, x, m, k, n, weight_kn, bias, y)) return;
     if (!ctx.is_streamed(wi)) {
         const Tensor w32 = ctx.kernel_weight(wi, ctx.input(wi), 0);
         xnn::FullyConnectedF32(k, n, w32.data<float>(), weight_kn, bias, k, n).run(m, x, y, ctx.pool());

@@ -99,6 +99,10 @@ struct RunOptions {
     // Conv and MatMul/Gemm with a weight compute float16 activations in float16 arithmetic (XNNPACK's f16
     // kernels) instead of widening them to float32: the model's arithmetic option, resolved at load.
     bool fp16_arithmetic = false;
+    // Per-channel int8 weights (`--quantize w8`) of MatMul, Gemm and Conv compute in int8 through XNNPACK's
+    // dynamically quantized kernels where the build has them (xnnpack/dynamic_quant.h); false: they are
+    // dequantized to float32 (ONNXSTREAM_FLAG_DEQUANTIZE_WEIGHTS).
+    bool int8_weight_arithmetic = true;
 };
 
 // What a kernel reads of a weight: its layout (OHWI: output channel, kernel positions, input channel, for
@@ -172,6 +176,11 @@ public:
         fp16_ops_ = ops;
         fp16_fallbacks_ = fallbacks;
     }
+    // Ops that computed an 8-bit weight in int8 arithmetic (RunStats::int8_ops).
+    void count_int8() const {
+        if (int8_ops_) ++*int8_ops_;
+    }
+    void set_int8_counter(uint64_t *ops) { int8_ops_ = ops; }
     // Bytes an op wrote converting or reordering a weight for its kernel (RunStats::weight_bytes_copied).
     void count_weight_copy(size_t bytes) const {
         if (weight_copies_) *weight_copies_ += bytes;
@@ -236,6 +245,7 @@ private:
     std::vector<bool> output_nhwc_;
     uint64_t *transposes_ = nullptr;
     uint64_t *fp16_ops_ = nullptr, *fp16_fallbacks_ = nullptr;
+    uint64_t *int8_ops_ = nullptr;
     uint64_t *weight_copies_ = nullptr;
     const OpDef *def_ = nullptr;
     PrepareWeightFn prepare_ = nullptr;

@@ -31,7 +31,7 @@ const char *kUsage =
     "                      [--cache PATH] [--runs N] [--nchw-only] [--ops-printf] [--json] [--range-data FILE]\n"
     "                      [--calibrate OUT/range_data.txt] [--max-bytes N[K|M|G]]\n"
     "                      [--arithmetic auto|fp32|fp16] [--profile TRACE.json] [--profile-summary]\n"
-    "                      [--roofline] [--spin-workers] [--version]\n"
+    "                      [--roofline] [--spin-workers] [--dequantize-weights] [--version]\n"
     "  --memory-mode  min: smallest working set; balanced (default); max-speed: keep prepared weights in RAM\n"
     "  --chunk-mb     stream weights bigger than N MiB in chunks (0: never; default from the memory mode)\n"
     "  --max-bytes    budget of tracked tensor memory (K/M/G = KiB/MiB/GiB); a run over it fails with\n"
@@ -40,6 +40,8 @@ const char *kUsage =
     "  --nchw-only    keep every activation NCHW (no channels-last plan between convolutions)\n"
     "  --spin-workers keep the thread pool's workers spinning between parallel sections: a little faster\n"
     "                 when the threads have the cores to themselves, much slower when other processes run\n"
+    "  --dequantize-weights  compute 8-bit weights in float32 even where int8 kernels exist (XNNPACK 2024:\n"
+    "                 per-channel int8 MatMul/Gemm/Conv weights otherwise compute in int8)\n"
     "  --arithmetic   how Conv/MatMul/Gemm compute float16 activations: auto (default: fp16 only on CPUs with\n"
     "                 native float16 arithmetic), fp32 (widen), fp16 (XNNPACK's f16 kernels; float32 where\n"
     "                 the CPU has none)\n"
@@ -71,7 +73,7 @@ struct Args {
     int runs = 1;
     bool ops_printf = false;
     bool json = false;
-    bool nchw_only = false, spin_workers = false;
+    bool nchw_only = false, spin_workers = false, dequantize_weights = false;
     std::string profile;
     bool profile_summary = false, roofline = false;
 };
@@ -137,6 +139,8 @@ Args parse_args(int argc, char **argv) {
             a.nchw_only = true;
         } else if (arg == "--spin-workers") {
             a.spin_workers = true;
+        } else if (arg == "--dequantize-weights") {
+            a.dequantize_weights = true;
         } else if (arg == "--runs") {
             a.runs = parse_count(arg, value(), 1);
         } else if (arg == "--provider") {
@@ -259,6 +263,7 @@ onnxstream_model_t *create_model(const Args &args) {
     if (!args.cache.empty()) options.cache_path = args.cache.c_str();
     if (args.nchw_only) options.flags |= ONNXSTREAM_FLAG_NCHW_ONLY;
     if (args.spin_workers) options.flags |= ONNXSTREAM_FLAG_SPIN_WORKERS;
+    if (args.dequantize_weights) options.flags |= ONNXSTREAM_FLAG_DEQUANTIZE_WEIGHTS;
     if (!args.profile.empty() || args.profile_summary) options.flags |= ONNXSTREAM_FLAG_PROFILE;
     onnxstream_model_t *model = nullptr;
     if (onnxstream_model_create(&options, &model) != ONNXSTREAM_OK) die(onnxstream_last_error());
@@ -319,18 +324,20 @@ RunReport run_model(onnxstream_model_t *model, const Args &args) {
         const char *arith = rs.arithmetic == ONNXSTREAM_ARITHMETIC_FP16 ? "fp16" : "fp32";
         std::snprintf(buf, sizeof buf,
                       "{\"bytes_read\":%llu,\"read_s\":%.6f,\"wait_s\":%.6f,\"transposes\":%llu,"
-                      "\"arithmetic\":\"%s\",\"fp16_ops\":%llu,\"fp16_fallbacks\":%llu,\"weight_bytes_copied\":%llu}",
+                      "\"arithmetic\":\"%s\",\"fp16_ops\":%llu,\"fp16_fallbacks\":%llu,\"weight_bytes_copied\":%llu,"
+                      "\"int8_ops\":%llu}",
                       static_cast<unsigned long long>(rs.weight_bytes_read), rs.weight_read_us / 1e6,
                       rs.weight_wait_us / 1e6, static_cast<unsigned long long>(rs.layout_transposes), arith,
                       static_cast<unsigned long long>(rs.fp16_ops), static_cast<unsigned long long>(rs.fp16_fallbacks),
-                      static_cast<unsigned long long>(rs.weight_bytes_copied));
+                      static_cast<unsigned long long>(rs.weight_bytes_copied),
+                      static_cast<unsigned long long>(rs.int8_ops));
         report.weights_json += (report.weights_json.empty() ? "" : ",") + std::string(buf);
         if (!args.json)
             std::printf("run %d: %.3f s (weights: %.1f MB read in %.3f s, run waited %.3f s for them; %llu layout "
-                        "transposes; arithmetic %s, %llu ops in fp16)\n",
+                        "transposes; arithmetic %s, %llu ops in fp16, %llu in int8)\n",
                         r + 1, s, rs.weight_bytes_read / 1e6, rs.weight_read_us / 1e6, rs.weight_wait_us / 1e6,
                         static_cast<unsigned long long>(rs.layout_transposes), arith,
-                        static_cast<unsigned long long>(rs.fp16_ops));
+                        static_cast<unsigned long long>(rs.fp16_ops), static_cast<unsigned long long>(rs.int8_ops));
     }
     return report;
 }

@@ -1,9 +1,12 @@
 // 8-bit weights: onnxstream-convert --quantize w8 (per-channel symmetric int8) against ONNX Runtime on the
 // QDQ twin of each model (the exact reference for the quantized weights) and on the float model (a loose
 // bound), streamed weight chunks, OnnxStream's per-tensor uint8 model.txt syntax, and bad scales files.
-// Public C API only.
+// Those comparisons dequantize the weights (ONNXSTREAM_FLAG_DEQUANTIZE_WEIGHTS), as the QDQ twins compute;
+// int8 arithmetic (XNNPACK 2024's dynamically quantized kernels) is checked against a formula of its own
+// (PerChannelInt8Arithmetic) and against the float models. Public C API only.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -74,10 +77,19 @@ struct Handle {
     ~Handle() { onnxstream_model_destroy(m); }
 };
 
-// Create a model (weight_chunk_bytes 0 = the default) and load dir; returns the load status.
-onnxstream_status_t load(Handle &h, const std::string &dir, uint64_t chunk_bytes = 0) {
+// What the QDQ twins compute: every 8-bit weight dequantized to float32.
+constexpr uint32_t kDequantize = ONNXSTREAM_FLAG_DEQUANTIZE_WEIGHTS;
+
+onnxstream_model_options_t options_with(uint32_t flags) {
     onnxstream_model_options_t o;
     onnxstream_model_options_init(&o);
+    o.flags = flags;
+    return o;
+}
+
+// Create a model (weight_chunk_bytes 0 = the default) and load dir; returns the load status.
+onnxstream_status_t load(Handle &h, const std::string &dir, uint64_t chunk_bytes = 0, uint32_t flags = kDequantize) {
+    onnxstream_model_options_t o = options_with(flags);
     o.weight_chunk_bytes = chunk_bytes;
     o.provider = ONNXSTREAM_PROVIDER_NOCACHE;
     EXPECT_EQ(onnxstream_model_create(&o, &h.m), ONNXSTREAM_OK);
@@ -85,10 +97,12 @@ onnxstream_status_t load(Handle &h, const std::string &dir, uint64_t chunk_bytes
 }
 
 // Run the model in `dir` on one float32 input and return output `out`.
+// int8_ops: where to store the run's RunStats::int8_ops, when given.
 std::vector<float> run_one(const std::string &dir, const char *in, const std::vector<int64_t> &shape,
-                           const std::vector<float> &x, const char *out, uint64_t chunk_bytes = 0) {
+                           const std::vector<float> &x, const char *out, uint64_t chunk_bytes = 0,
+                           uint32_t flags = kDequantize, uint64_t *int8_ops = nullptr) {
     Handle h;
-    onnxstream_status_t st = load(h, dir, chunk_bytes);
+    onnxstream_status_t st = load(h, dir, chunk_bytes, flags);
     EXPECT_EQ(st, ONNXSTREAM_OK) << onnxstream_model_last_error(h.m);
     if (st != ONNXSTREAM_OK) return {};
     EXPECT_EQ(onnxstream_model_push_tensor(h.m, in, ONNXSTREAM_DTYPE_FLOAT32, shape.size(), shape.data(), x.data(),
@@ -98,6 +112,13 @@ std::vector<float> run_one(const std::string &dir, const char *in, const std::ve
     st = onnxstream_model_run(h.m);
     EXPECT_EQ(st, ONNXSTREAM_OK) << onnxstream_model_last_error(h.m);
     if (st != ONNXSTREAM_OK) return {};
+    if (int8_ops) {
+        onnxstream_run_stats_t rs;
+        std::memset(&rs, 0, sizeof(rs));
+        rs.struct_size = sizeof(rs);
+        EXPECT_EQ(onnxstream_model_run_stats(h.m, &rs), ONNXSTREAM_OK);
+        *int8_ops = rs.int8_ops;
+    }
     onnxstream_tensor_view_t v;
     std::memset(&v, 0, sizeof(v));
     v.struct_size = sizeof(v);
@@ -150,8 +171,12 @@ TEST_P(ConvertW8, MatchesQdqTwinAndFloatModel) {
                 static_cast<double>(qb) / static_cast<double>(fb));
     EXPECT_LT(static_cast<double>(qb), 0.3 * static_cast<double>(fb));
 
-    run_and_compare(q_dir, qdq_case, 1e-5, 1e-3);
-    run_and_compare(q_dir, float_case, 2e-2, 1.0);
+    const onnxstream_model_options_t dequantize = options_with(kDequantize), int8 = options_with(0);
+    run_and_compare(q_dir, qdq_case, 1e-5, 1e-3, &dequantize);
+    run_and_compare(q_dir, float_case, 2e-2, 1.0, &dequantize);
+    // int8 arithmetic where the build has it: activation quantization adds its own error, well within the
+    // float model's bound.
+    run_and_compare(q_dir, float_case, 2e-2, 1.0, &int8);
 }
 
 TEST_P(ConvertW8, StreamedChunksGiveTheSameResult) {
@@ -180,7 +205,8 @@ TEST_P(ConvertW8, WithFp16) {
     const std::string txt = read_text(scratch.out() + "/model.txt");
     EXPECT_EQ(count_of(txt, "(int8[@"), std::stoul(read_text(float_case + "/quantized_count.txt")));
     EXPECT_NE(txt.find("(float16:"), std::string::npos);
-    run_and_compare(scratch.out(), float_case + "_qdq", 2e-3, 1e-2);
+    const onnxstream_model_options_t dequantize = options_with(kDequantize);
+    run_and_compare(scratch.out(), float_case + "_qdq", 2e-3, 1e-2, &dequantize);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ConvertW8, ::testing::Values("cnn", "mlp"));
@@ -251,21 +277,47 @@ public:
         model_txt = "mm:MatMul*input:x(3,64);w1.bin(int8[@w1_scales.bin,1]:64,48)*output:h(3,48)\n"
                     "gm:Gemm*input:h(3,48);w2.bin(int8[@w2_scales.bin,0]:48,48)*output:y(3,48)*transB:1\n";
         write_file(dir + "/model.txt", model_txt.data(), model_txt.size());
-        // Reference in float64.
-        std::vector<double> h(M * N, 0.0);
-        for (int m = 0; m < M; ++m)
-            for (int n = 0; n < N; ++n)
-                for (int k = 0; k < K; ++k) h[m * N + n] += double(x[m * K + k]) * (float(q1[k * N + n]) * s1[n]);
-        for (int m = 0; m < M; ++m)
+        want = reference(false);
+        want_int8 = reference(true);
+    }
+
+    // The model in float64, on activations as they are or (int8) as int8 arithmetic sees them: each row
+    // quantized on its own, asymmetric over the row's range widened to contain 0, 255 steps, zero point
+    // rounded and clamped to int8.
+    std::vector<float> reference(bool int8) const {
+        auto row_as_seen = [&](const float *row, int n) {
+            std::vector<double> r(row, row + n);
+            if (!int8) return r;
+            double lo = 0, hi = 0;
+            for (double v : r) lo = std::min(lo, v), hi = std::max(hi, v);
+            const double scale = hi == lo ? 1.0 : (hi - lo) / 255.0;
+            const double zp = std::clamp(std::nearbyint(-128.0 - lo / scale), -128.0, 127.0);
+            for (double &v : r) v = (std::clamp(std::nearbyint(v / scale) + zp, -128.0, 127.0) - zp) * scale;
+            return r;
+        };
+        std::vector<float> h(M * N), y;
+        for (int m = 0; m < M; ++m) {
+            const std::vector<double> xr = row_as_seen(&x[m * K], K);
             for (int n = 0; n < N; ++n) {
                 double acc = 0;
-                for (int k = 0; k < N; ++k) acc += float(h[m * N + k]) * double(float(q2[n * N + k]) * s2[n]);
-                want.push_back(static_cast<float>(acc));
+                for (int k = 0; k < K; ++k) acc += xr[k] * (float(q1[k * N + n]) * s1[n]);
+                h[m * N + n] = static_cast<float>(acc);
             }
+        }
+        for (int m = 0; m < M; ++m) {
+            const std::vector<double> hr = row_as_seen(&h[m * N], N);
+            for (int n = 0; n < N; ++n) {
+                double acc = 0;
+                for (int k = 0; k < N; ++k) acc += hr[k] * double(float(q2[n * N + k]) * s2[n]);
+                y.push_back(static_cast<float>(acc));
+            }
+        }
+        return y;
     }
+
     std::string dir, model_txt;
     std::vector<int8_t> q1, q2;
-    std::vector<float> s1, s2, x, want;
+    std::vector<float> s1, s2, x, want, want_int8;
 };
 
 TEST(HandWritten, PerChannelMatMulAndGemm) {
@@ -277,6 +329,109 @@ TEST(HandWritten, PerChannelMatMulAndGemm) {
         ASSERT_EQ(got.size(), f.want.size());
         Compare c = compare(got.data(), f.want.data(), got.size());
         EXPECT_LE(c.rel_l2, 1e-5);
+    }
+}
+
+// Without ONNXSTREAM_FLAG_DEQUANTIZE_WEIGHTS, a build on XNNPACK's 2024 API computes both ops in int8
+// (RunStats::int8_ops) and matches the int8 formula; a 2022 build dequantizes and matches the float one.
+TEST(HandWritten, PerChannelInt8Arithmetic) {
+    Scratch scratch("onnxstream-quant-test");
+    PerChannelFolder f(scratch);
+    const bool xnnpack_2024 = std::strstr(onnxstream_kernel_library(), "2024") != nullptr;
+    Compare apart = compare(f.want_int8.data(), f.want.data(), f.want.size());
+    std::printf("int8 formula vs float: rel L2 %.3g\n", apart.rel_l2);
+    for (uint64_t chunk : {uint64_t(UINT64_MAX), uint64_t(512)}) {
+        SCOPED_TRACE("weight_chunk_bytes " + std::to_string(chunk));
+        uint64_t int8_ops = 0;
+        std::vector<float> got = run_one(f.dir, "x", {3, 64}, f.x, "y", chunk, 0, &int8_ops);
+        ASSERT_EQ(got.size(), f.want.size());
+        EXPECT_EQ(int8_ops, xnnpack_2024 ? 2u : 0u);
+        Compare to_float = compare(got.data(), f.want.data(), got.size());
+        Compare to_int8 = compare(got.data(), f.want_int8.data(), got.size());
+        std::printf("chunk %llu: int8_ops %llu, rel L2 vs float %.3g, vs int8 formula %.3g\n",
+                    static_cast<unsigned long long>(chunk), static_cast<unsigned long long>(int8_ops),
+                    to_float.rel_l2, to_int8.rel_l2);
+        if (!xnnpack_2024) {
+            EXPECT_LE(to_float.rel_l2, 1e-5);
+        } else if (chunk == UINT64_MAX) {
+            EXPECT_LE(to_int8.rel_l2, 1e-4);
+            EXPECT_GE(to_float.rel_l2, 1e-4); // it did quantize the activations
+        } else {
+            // Chunks of the [K, N] MatMul weight quantize their own columns of x: closer to float, not the formula.
+            EXPECT_LE(to_float.rel_l2, apart.rel_l2 * 2);
+        }
+    }
+}
+
+// The same for a Conv (2 images, 3x3 kernel, padding, a bias): int8 arithmetic quantizes each image as a
+// whole (XNNPACK's convolution takes one scale and zero point per batch item), padding included as 0.
+TEST(HandWritten, PerChannelInt8Conv) {
+    constexpr int B = 2, C = 3, H = 7, W = 6, O = 5;
+    Scratch scratch("onnxstream-quant-test");
+    const std::string dir = scratch.path() + "/conv";
+    ::mkdir(dir.c_str(), 0755);
+    std::mt19937 rng(11);
+    std::uniform_int_distribution<int> qd(-127, 127);
+    std::uniform_real_distribution<float> sd(0.001f, 0.02f), xd(-0.5f, 1.5f);
+    std::vector<int8_t> q(O * C * 9);
+    std::vector<float> scales(O), bias(O), x(B * C * H * W);
+    for (auto &v : q) v = static_cast<int8_t>(qd(rng));
+    for (auto &v : scales) v = sd(rng);
+    for (auto &v : bias) v = xd(rng);
+    for (auto &v : x) v = xd(rng);
+    write_file(dir + "/w_nchw.bin", q.data(), q.size());
+    write_file(dir + "/w_scales.bin", scales.data(), scales.size() * 4);
+    write_file(dir + "/b.bin", bias.data(), bias.size() * 4);
+    const std::string txt = "conv:Conv*input:x(2,3,7,6);w_nchw.bin(int8[@w_scales.bin,0]:5,3,3,3);b.bin(float32:5)"
+                            "*output:y(2,5,7,6)*kernel_shape:3,3;pads:1,1,1,1\n";
+    write_file(dir + "/model.txt", txt.data(), txt.size());
+    auto reference = [&](bool int8) {
+        std::vector<double> xs(x.begin(), x.end());
+        if (int8)
+            for (int b = 0; b < B; ++b) {
+                double *img = &xs[b * C * H * W], lo = 0, hi = 0;
+                for (int i = 0; i < C * H * W; ++i) lo = std::min(lo, img[i]), hi = std::max(hi, img[i]);
+                const double scale = hi == lo ? 1.0 : (hi - lo) / 255.0;
+                const double zp = std::clamp(std::nearbyint(-128.0 - lo / scale), -128.0, 127.0);
+                for (int i = 0; i < C * H * W; ++i)
+                    img[i] = (std::clamp(std::nearbyint(img[i] / scale) + zp, -128.0, 127.0) - zp) * scale;
+            }
+        std::vector<float> y;
+        for (int b = 0; b < B; ++b)
+            for (int o = 0; o < O; ++o)
+                for (int i = 0; i < H; ++i)
+                    for (int j = 0; j < W; ++j) {
+                        double acc = bias[o];
+                        for (int c = 0; c < C; ++c)
+                            for (int di = 0; di < 3; ++di)
+                                for (int dj = 0; dj < 3; ++dj) {
+                                    const int ii = i + di - 1, jj = j + dj - 1;
+                                    if (ii < 0 || ii >= H || jj < 0 || jj >= W) continue;
+                                    acc += xs[((b * C + c) * H + ii) * W + jj] *
+                                           double(float(q[((o * C + c) * 3 + di) * 3 + dj]) * scales[o]);
+                                }
+                        y.push_back(static_cast<float>(acc));
+                    }
+        return y;
+    };
+    const std::vector<float> want = reference(false), want_int8 = reference(true);
+    const bool xnnpack_2024 = std::strstr(onnxstream_kernel_library(), "2024") != nullptr;
+    for (uint64_t chunk : {uint64_t(UINT64_MAX), uint64_t(64)}) {
+        SCOPED_TRACE("weight_chunk_bytes " + std::to_string(chunk));
+        uint64_t int8_ops = 0;
+        std::vector<float> got = run_one(dir, "x", {B, C, H, W}, x, "y", chunk, 0, &int8_ops);
+        ASSERT_EQ(got.size(), want.size());
+        EXPECT_EQ(int8_ops, xnnpack_2024 ? 1u : 0u);
+        Compare to_float = compare(got.data(), want.data(), got.size());
+        Compare to_int8 = compare(got.data(), want_int8.data(), got.size());
+        std::printf("conv chunk %llu: rel L2 vs float %.3g, vs int8 formula %.3g\n",
+                    static_cast<unsigned long long>(chunk), to_float.rel_l2, to_int8.rel_l2);
+        if (xnnpack_2024) {
+            EXPECT_LE(to_int8.rel_l2, 1e-4);
+            EXPECT_GE(to_float.rel_l2, 1e-4);
+        } else {
+            EXPECT_LE(to_float.rel_l2, 1e-5);
+        }
     }
 }
 

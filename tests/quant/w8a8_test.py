@@ -273,7 +273,9 @@ def main():
     twin8 = qdq_twin(model, {k: v for k, v in s8.items() if k.startswith("conv")}, ranges8, producer_key,
                      {k: v for k, v in s8.items() if not k.startswith("conv")})
     ref8 = ort_output(a, twin8, x, "twin_qc8")
-    p = run_ours(a.run, w8, x_path, os.path.join(a.work, "w8_out"))
+    # --dequantize-weights keeps Gemm and MatMul in float32 (W8A32) as the twin computes them; without it,
+    # XNNPACK 2024 builds compute them in int8 with dynamically quantized activations (tests/quant/quant_test).
+    p = run_ours(a.run, w8, x_path, os.path.join(a.work, "w8_out"), ["--dequantize-weights"])
     check(p.returncode == 0, "onnxstream-run of the w8 model with ranges: " + (p.stderr.strip() or "ok"))
     ours8 = np.load(os.path.join(a.work, "w8_out", "y.npy"))
     # The last quantized output is conv2's; Gemm and MatMul (float) scale its quantum by their weights.

@@ -140,6 +140,8 @@ class RunStats(Structure):
         ("arithmetic", c_int32),
         # Since 0.5:
         ("weight_bytes_copied", c_uint64),
+        # Since 0.9:
+        ("int8_ops", c_uint64),
     ]
 
 

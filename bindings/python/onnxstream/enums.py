@@ -87,6 +87,7 @@ class Flag(enum.IntFlag):
     NCHW_ONLY = 0x2  #: keep every activation NCHW (no channels-last plan); for comparisons
     PROFILE = 0x4  #: record a per-op profile of every run (Model.profile, Model.render_profile)
     SPIN_WORKERS = 0x8  #: keep the pool's workers spinning between parallel sections (idle cores only)
+    DEQUANTIZE_WEIGHTS = 0x10  #: compute 8-bit weights in float32 even where int8 kernels exist
 
 
 class ProfileFormat(enum.IntEnum):

@@ -27,6 +27,7 @@ class RunStats(NamedTuple):
     fp16_fallbacks: int  #: ops meant for float16 that ran in float32 (no f16 kernels)
     arithmetic: Arithmetic  #: the model's resolved arithmetic: FP32 or FP16
     weight_bytes_copied: int  #: bytes written turning weights into kernel input (layout, widening, copies)
+    int8_ops: int  #: ops that computed an 8-bit weight in int8 arithmetic (XNNPACK 2024 builds)
 
 
 def memory_stats(s: _capi.MemoryStats) -> MemoryStats:
@@ -40,4 +41,4 @@ def run_stats(s: _capi.RunStats) -> RunStats:
         arithmetic = int(s.arithmetic)
     return RunStats(int(s.run_us), int(s.weight_bytes_read), int(s.weight_read_us), int(s.weight_wait_us),
                     int(s.layout_transposes), int(s.fp16_ops), int(s.fp16_fallbacks), arithmetic,
-                    int(s.weight_bytes_copied))
+                    int(s.weight_bytes_copied), int(s.int8_ops))

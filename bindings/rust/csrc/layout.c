@@ -85,6 +85,7 @@ int main(void) {
     FIELD(onnxstream_run_stats_t, fp16_fallbacks);
     FIELD(onnxstream_run_stats_t, arithmetic);
     FIELD(onnxstream_run_stats_t, weight_bytes_copied);
+    FIELD(onnxstream_run_stats_t, int8_ops);
 
     SIZE(onnxstream_op_profile_t);
     FIELD(onnxstream_op_profile_t, struct_size);
@@ -142,6 +143,7 @@ int main(void) {
     CONST(ONNXSTREAM_FLAG_NCHW_ONLY);
     CONST(ONNXSTREAM_FLAG_PROFILE);
     CONST(ONNXSTREAM_FLAG_SPIN_WORKERS);
+    CONST(ONNXSTREAM_FLAG_DEQUANTIZE_WEIGHTS);
     CONST(ONNXSTREAM_PROFILE_TRACE_JSON);
     CONST(ONNXSTREAM_PROFILE_SUMMARY);
     CONST(ONNXSTREAM_LOG_DEBUG);

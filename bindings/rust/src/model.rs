@@ -84,6 +84,8 @@ pub struct RunStats {
     pub layout_transposes: u64,
     /// Bytes written turning weights into kernel input (layout changes, widening, dequantization, copies).
     pub weight_bytes_copied: u64,
+    /// Ops that computed an 8-bit weight in int8 arithmetic (builds against XNNPACK's 2024 API).
+    pub int8_ops: u64,
 }
 
 type ProgressFn = dyn FnMut(&Progress<'_>) -> ControlFlow<()> + Send;
@@ -449,6 +451,7 @@ impl Model {
             fp16_fallbacks: 0,
             arithmetic: 0,
             weight_bytes_copied: 0,
+            int8_ops: 0,
         };
         // Safety: valid model and struct.
         self.check(unsafe { sys::onnxstream_model_run_stats(self.ptr(), &mut s) })?;
@@ -459,6 +462,7 @@ impl Model {
             weight_wait_time: Duration::from_micros(s.weight_wait_us),
             layout_transposes: s.layout_transposes,
             weight_bytes_copied: s.weight_bytes_copied,
+            int8_ops: s.int8_ops,
         })
     }
 

@@ -157,6 +157,17 @@ impl ModelOptions {
         self
     }
 
+    /// Compute 8-bit weights in float32 (dequantized) even where the build has int8 arithmetic for them
+    /// (XNNPACK's 2024 API). Off by default.
+    pub fn dequantize_weights(mut self, on: bool) -> ModelOptions {
+        if on {
+            self.raw.flags |= sys::ONNXSTREAM_FLAG_DEQUANTIZE_WEIGHTS;
+        } else {
+            self.raw.flags &= !sys::ONNXSTREAM_FLAG_DEQUANTIZE_WEIGHTS;
+        }
+        self
+    }
+
     /// Persistent prepared-weights cache file (built on the first run, memory-mapped afterwards).
     /// A path with an interior NUL byte makes [`Model::new`](crate::Model::new) fail with
     /// `InvalidArgument`.

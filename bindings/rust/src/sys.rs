@@ -48,6 +48,7 @@ pub const ONNXSTREAM_FLAG_KEEP_ALL_OUTPUTS: u32 = 0x1;
 pub const ONNXSTREAM_FLAG_NCHW_ONLY: u32 = 0x2;
 pub const ONNXSTREAM_FLAG_PROFILE: u32 = 0x4;
 pub const ONNXSTREAM_FLAG_SPIN_WORKERS: u32 = 0x8;
+pub const ONNXSTREAM_FLAG_DEQUANTIZE_WEIGHTS: u32 = 0x10;
 
 pub const ONNXSTREAM_PROFILE_TRACE_JSON: onnxstream_profile_format_t = 0;
 pub const ONNXSTREAM_PROFILE_SUMMARY: onnxstream_profile_format_t = 1;
@@ -160,6 +161,7 @@ pub struct onnxstream_run_stats_t {
     pub fp16_fallbacks: u64,
     pub arithmetic: i32,
     pub weight_bytes_copied: u64,
+    pub int8_ops: u64,
 }
 
 #[repr(C)]
@@ -404,7 +406,8 @@ mod layout_tests {
                 fp16_ops,
                 fp16_fallbacks,
                 arithmetic,
-                weight_bytes_copied
+                weight_bytes_copied,
+                int8_ops
             }
         );
         rust_struct!(
@@ -464,6 +467,7 @@ mod layout_tests {
             ONNXSTREAM_FLAG_NCHW_ONLY,
             ONNXSTREAM_FLAG_PROFILE,
             ONNXSTREAM_FLAG_SPIN_WORKERS,
+            ONNXSTREAM_FLAG_DEQUANTIZE_WEIGHTS,
             ONNXSTREAM_PROFILE_TRACE_JSON,
             ONNXSTREAM_PROFILE_SUMMARY,
             ONNXSTREAM_LOG_DEBUG,
