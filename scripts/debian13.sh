@@ -102,7 +102,7 @@ if [ "$mode" = arm64 ]; then
         ninja -C "$build"
         echo "debian13 arm64: build $(( $(date +%s) - t )) s"
         qemu-aarch64-static -L /opt/onnxstream-cross/aarch64-linux-gnu "$build/src/tools/onnxstream-run" --version
-        # YOLOv8n with float32 and float16 weights against the reference output, on a Pi Zero 2 / 3 class CPU
+        # YOLOv8n with float32, float16 and int8 weights against the reference output, on a Pi Zero 2 / 3 class CPU
         # (no float16 arithmetic) and a Pi 5 class one (ARMv8.2 float16 arithmetic); DEBIAN13_ARM_CPUS
         # chooses (default: both).
         export MESON_EXE_WRAPPER="qemu-aarch64-static -L /opt/onnxstream-cross/aarch64-linux-gnu"

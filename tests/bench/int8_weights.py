@@ -97,6 +97,7 @@ def main():
             folder = os.path.join(work, "converted", f"{model}_{convert_opts[-1].strip('-')}")
             if not os.path.exists(os.path.join(folder, "model.txt")):
                 shutil.rmtree(folder, ignore_errors=True)
+                os.makedirs(os.path.dirname(folder), exist_ok=True)
                 timed([convert, onnx, folder] + convert_opts, os.path.join(logs, f"int8_convert_{model}.log"))
             for mode in [m for m in args.modes.split(",") if m]:
                 tag = f"{model}_{label.split(' ')[0].strip(',')}_{'deq' if run_opts else 'q'}_{mode}"
