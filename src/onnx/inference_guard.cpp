@@ -103,10 +103,10 @@ void install() {
     // Data propagation (the shape values Shape -> Gather -> Concat chains carry): ONNX 1.12's Shape reads its
     // input's type without checking that it is known, and crashes on one that is not (the branches of a
     // run-time If before their inner Ifs resolve). Such a Shape propagates nothing instead.
-    for (const onnx::OpSchema &copy : onnx::OpSchemaRegistry::get_all_schemas_with_history()) {
-        if (copy.Name() != "Shape" || copy.domain() != onnx::ONNX_DOMAIN) continue;
-        const onnx::OpSchema *s = onnx::OpSchemaRegistry::Schema(copy.Name(), copy.SinceVersion(), copy.domain());
-        if (!s || s->SinceVersion() != copy.SinceVersion() || !s->has_data_propagation_function()) continue;
+    std::unordered_set<const onnx::OpSchema *> shape_versions;
+    for (int v = range->second.first; v <= range->second.second; ++v) {
+        const onnx::OpSchema *s = onnx::OpSchemaRegistry::Schema("Shape", v, onnx::ONNX_DOMAIN);
+        if (!s || !s->has_data_propagation_function() || !shape_versions.insert(s).second) continue;
         onnx::DataPropagationFunction original = s->GetDataPropagationFunction();
         const_cast<onnx::OpSchema *>(s)->PartialDataPropagationFunction([original](onnx::DataPropagationContext &ctx) {
             const onnx::TypeProto *t = ctx.getNumInputs() > 0 ? ctx.getInputType(0) : nullptr;

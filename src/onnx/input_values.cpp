@@ -53,12 +53,23 @@ bool encode(int32_t type, const std::string &text, std::string &bytes) {
 
 } // namespace
 
+bool split_input_value(const std::string &spec, std::string &name, std::vector<std::string> &values) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) return false;
+    name = spec.substr(0, eq);
+    values.clear();
+    const std::string list = spec.substr(eq + 1);
+    if (!list.empty()) // "NAME=" pins an input of no elements (an empty axes list)
+        for (std::string_view part : split(list, ',')) values.emplace_back(part);
+    return true;
+}
+
 void pin_input_values(IrGraph &g, const std::vector<std::string> &specs) {
     for (const std::string &spec : specs) {
-        const size_t eq = spec.find('=');
-        if (eq == std::string::npos || eq == 0)
+        std::string name;
+        std::vector<std::string> parts;
+        if (!split_input_value(spec, name, parts))
             fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "--input-value expects NAME=v0,v1,... but got '", spec, "'");
-        const std::string name = spec.substr(0, eq);
         auto it = std::find(g.inputs.begin(), g.inputs.end(), name);
         if (it == g.inputs.end())
             fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "--input-value ", spec, ": the model has no input '", name, "'",
@@ -72,10 +83,6 @@ void pin_input_values(IrGraph &g, const std::vector<std::string> &specs) {
             type != kOnnxInt8 && type != kOnnxUint8 && type != kOnnxBool)
             fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "--input-value ", spec, ": input '", name, "' is ",
                  onnx_type_name(type), ", which cannot be pinned");
-        const std::string list = spec.substr(eq + 1);
-        std::vector<std::string> parts;
-        if (!list.empty()) // "NAME=" pins an input of no elements (an empty axes list)
-            for (std::string_view part : split(list, ',')) parts.emplace_back(part);
         const int64_t count = shape_numel(t->dims);
         if (static_cast<int64_t>(parts.size()) != count)
             fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "--input-value ", spec, ": input '", name, "' of shape ",

@@ -14,4 +14,8 @@ namespace onnxstream::importer {
 // and float16). The input leaves the converted model's inputs. Throws INVALID_ARGUMENT naming the spec.
 void pin_input_values(IrGraph &g, const std::vector<std::string> &specs);
 
+// One spec as text: the input's name and its value texts ("NAME=" has none). False, with `name` and
+// `values` unspecified, when the spec has no "NAME=" (pin_input_values reports it).
+bool split_input_value(const std::string &spec, std::string &name, std::vector<std::string> &values);
+
 } // namespace onnxstream::importer

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "onnx/input_values.h"
 #include "onnx/ir.h"
 #include "util/error.h"
 #include "util/strings.h"
@@ -31,18 +32,13 @@ const std::unordered_set<std::string> kReduceWithAxesInput = {
 std::unordered_map<std::string, std::vector<int64_t>> pinned_ints(const std::vector<std::string> &specs) {
     std::unordered_map<std::string, std::vector<int64_t>> out;
     for (const std::string &spec : specs) {
-        const size_t eq = spec.find('=');
-        if (eq == std::string::npos || eq == 0) continue; // pin_input_values reports it
-        std::vector<int64_t> values;
+        std::string name;
+        std::vector<std::string> texts;
+        if (!split_input_value(spec, name, texts)) continue; // pin_input_values reports it
+        std::vector<int64_t> values(texts.size());
         bool ok = true;
-        const std::string list = spec.substr(eq + 1);
-        if (!list.empty())
-            for (std::string_view part : split(list, ',')) {
-                int64_t v = 0;
-                ok = ok && parse_int64(part, v);
-                values.push_back(v);
-            }
-        if (ok) out[spec.substr(0, eq)] = std::move(values);
+        for (size_t i = 0; i < texts.size(); ++i) ok = ok && parse_int64(texts[i], values[i]);
+        if (ok) out[name] = std::move(values);
     }
     return out;
 }

@@ -12,6 +12,7 @@
 #include "ops/layout.h"
 #include "ops/quantize.h"
 #include "ops/registry.h"
+#include "ops/window_geometry.h"
 #include "tensor/half.h"
 #include "util/strings.h"
 #include "xnnpack/conv.h"
@@ -21,116 +22,12 @@ namespace onnxstream {
 
 namespace {
 
-// XNNPACK takes 32-bit geometry; larger values are valid ONNX but out of reach.
-constexpr int64_t kMaxGeometry = std::numeric_limits<int32_t>::max();
+using window::AutoPad;
+using window::ConvGeometry;
+using window::kMaxGeometry;
 
 template <typename... Args>[[noreturn]] void invalid(const std::string &where, Args &&...args) {
     fail(ONNXSTREAM_ERR_INVALID_MODEL, where, ": ", std::forward<Args>(args)...);
-}
-
-enum class AutoPad { NotSet, SameUpper, SameLower, Valid };
-
-AutoPad parse_auto_pad(const Attributes &attrs, const std::string &where) {
-    std::string s = attrs.get_string("auto_pad", "NOTSET");
-    if (s == "NOTSET" || s.empty()) return AutoPad::NotSet;
-    if (s == "SAME_UPPER") return AutoPad::SameUpper;
-    if (s == "SAME_LOWER") return AutoPad::SameLower;
-    if (s == "VALID") return AutoPad::Valid;
-    invalid(where, "auto_pad is '", s, "', expected NOTSET, SAME_UPPER, SAME_LOWER or VALID");
-}
-
-// An integer-list attribute with one value per spatial axis (or the default when absent).
-std::vector<int64_t> per_axis(const Attributes &attrs, const std::string &where, const char *name,
-                              size_t count, int64_t fallback, int64_t min) {
-    std::vector<int64_t> v = attrs.get_ints(name, {});
-    if (v.empty()) return std::vector<int64_t>(count, fallback);
-    if (v.size() != count) invalid(where, name, " has ", v.size(), " values, expected ", count);
-    for (int64_t x : v) {
-        if (x < min) invalid(where, name, " value ", x, " is out of range (expected >= ", min, ")");
-        if (x > kMaxGeometry)
-            fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": ", name, " value ", x, " is too large");
-    }
-    return v;
-}
-
-// Everything about a convolution that follows from the attributes and the input/weight shapes.
-struct ConvGeometry {
-    size_t spatial = 0;
-    int64_t batch = 0, in_channels = 0, out_channels = 0, group = 1;
-    std::vector<int64_t> in, kernel, strides, dilations, pad_begin, pad_end, out;
-    bool has_bias = false;
-};
-
-void check_common(const std::string &where, const Shape &x, const Shape &w, const char *op) {
-    if (x.size() < 3)
-        invalid(where, "input has shape ", shape_str(x), ", expected (N, C, spatial...) of rank 3 or 4");
-    if (x.size() > 4)
-        fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": ", op, " over ", x.size() - 2,
-             " spatial axes is not supported (only 1-D and 2-D), input shape ", shape_str(x));
-    if (w.size() != x.size())
-        invalid(where, "weight has shape ", shape_str(w), " but the input ", shape_str(x), " needs a rank-",
-                x.size(), " weight");
-}
-
-void read_window_attrs(const Attributes &attrs, const std::string &where, ConvGeometry &g, const Shape &w) {
-    const size_t sp = g.spatial;
-    g.kernel.assign(w.begin() + 2, w.end());
-    std::vector<int64_t> ks = attrs.get_ints("kernel_shape", {});
-    if (!ks.empty() && ks != g.kernel)
-        invalid(where, "kernel_shape (", join_ints(ks), ") does not match the weight's spatial shape ",
-                shape_str(w));
-    for (int64_t k : g.kernel) {
-        if (k < 1) invalid(where, "weight has shape ", shape_str(w), ", kernel dimensions must be >= 1");
-        if (k > kMaxGeometry)
-            fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": kernel dimension ", k, " is too large");
-    }
-    g.strides = per_axis(attrs, where, "strides", sp, 1, 1);
-    g.dilations = per_axis(attrs, where, "dilations", sp, 1, 1);
-    std::vector<int64_t> pads = per_axis(attrs, where, "pads", 2 * sp, 0, 0);
-    g.pad_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(sp));
-    g.pad_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(sp), pads.end());
-}
-
-ConvGeometry conv_geometry(const Attributes &attrs, const std::string &where, const Shape &x,
-                           const Shape &w) {
-    check_common(where, x, w, "Conv");
-    ConvGeometry g;
-    g.spatial = x.size() - 2;
-    g.batch = x[0];
-    g.in_channels = x[1];
-    g.out_channels = w[0];
-    g.group = attrs.get_int("group", 1);
-    if (g.group < 1) invalid(where, "group is ", g.group, ", expected >= 1");
-    if (w[1] * g.group != g.in_channels)
-        invalid(where, "input has ", g.in_channels, " channels but the weight ", shape_str(w), " with group ",
-                g.group, " expects ", w[1] * g.group);
-    if (g.out_channels % g.group != 0)
-        invalid(where, "weight has ", g.out_channels, " output channels, not divisible by group ", g.group);
-    if (g.out_channels == 0 || w[1] == 0)
-        invalid(where, "weight has shape ", shape_str(w), " with a zero dimension");
-    read_window_attrs(attrs, where, g, w);
-    AutoPad ap = parse_auto_pad(attrs, where);
-    g.in.assign(x.begin() + 2, x.end());
-    g.out.resize(g.spatial);
-    for (size_t i = 0; i < g.spatial; ++i) {
-        const int64_t in = g.in[i], s = g.strides[i], dk = (g.kernel[i] - 1) * g.dilations[i] + 1;
-        if (ap == AutoPad::Valid) {
-            g.pad_begin[i] = g.pad_end[i] = 0;
-        } else if (ap == AutoPad::SameUpper || ap == AutoPad::SameLower) {
-            const int64_t target = (in + s - 1) / s;
-            const int64_t total = std::max<int64_t>(0, (target - 1) * s + dk - in);
-            g.pad_begin[i] = ap == AutoPad::SameUpper ? total / 2 : total - total / 2;
-            g.pad_end[i] = total - g.pad_begin[i];
-        }
-        const int64_t span = in + g.pad_begin[i] + g.pad_end[i] - dk;
-        if (span < 0)
-            invalid(where, "spatial axis ", i, ": the padded input (", in, " + pads ", g.pad_begin[i], ",",
-                    g.pad_end[i], ") is smaller than the dilated kernel (", dk, ")");
-        g.out[i] = span / s + 1;
-        if (in > kMaxGeometry || g.pad_begin[i] > kMaxGeometry || g.pad_end[i] > kMaxGeometry)
-            fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": spatial size or padding is too large");
-    }
-    return g;
 }
 
 // NCHW (any float dtype) -> NHWC float32, readable XNN_EXTRA_BYTES past its end.
@@ -340,7 +237,7 @@ std::vector<TensorInfo> conv_infer(const InferContext &ctx) {
         ctx.error("weight has dtype ", dtype_name(ctx.input(1).dtype),
                   ", expected float32, float16, or uint8/int8 with quantization parameters");
     const TensorInfo &x = ctx.input(0), &w = ctx.input(1);
-    return conv_output_info(ctx, conv_geometry(ctx.attrs(), ctx.node.where, x.shape, w.shape));
+    return conv_output_info(ctx, window::conv_geometry(ctx.attrs(), ctx.node.where, x.shape, w.shape, window::kConvNames));
 }
 
 // A per-channel int8 weight along the output channels (--quantize w8) in int8 arithmetic: the NHWC float32
@@ -385,7 +282,7 @@ bool conv_run_int8(const RunContext &ctx, const xnn::Conv2dShape &s, size_t m, c
 void conv_run(RunContext &ctx) {
     if (run_conv_w8a8(ctx)) return; // static W8A8 when the node has activation ranges
     const Tensor &x = ctx.input(0), &w = ctx.input(1);
-    ConvGeometry g = conv_geometry(ctx.attrs(), ctx.node.where, x.shape(), w.shape());
+    ConvGeometry g = window::conv_geometry(ctx.attrs(), ctx.node.where, x.shape(), w.shape(), window::kConvNames);
     Tensor &y = ctx.alloc_output(0);
     if (y.numel() == 0) return;
     const bool two_d = g.spatial == 2;
@@ -455,7 +352,7 @@ struct DeconvGeometry : ConvGeometry {
 
 DeconvGeometry deconv_geometry(const Attributes &attrs, const std::string &where, const Shape &x,
                                const Shape &w) {
-    check_common(where, x, w, "ConvTranspose");
+    window::check_ranks(where, x, w, window::kConvTransposeNames);
     DeconvGeometry g;
     g.spatial = x.size() - 2;
     g.batch = x[0];
@@ -469,9 +366,9 @@ DeconvGeometry deconv_geometry(const Attributes &attrs, const std::string &where
         invalid(where, "input channels ", g.in_channels, " are not divisible by group ", g.group);
     if (w[0] == 0 || w[1] == 0) invalid(where, "weight has shape ", shape_str(w), " with a zero dimension");
     g.out_channels = w[1] * g.group;
-    read_window_attrs(attrs, where, g, w);
-    AutoPad ap = parse_auto_pad(attrs, where);
-    std::vector<int64_t> out_pad = per_axis(attrs, where, "output_padding", g.spatial, 0, 0);
+    window::read_window_attrs(attrs, where, g, w, window::kConvTransposeNames);
+    const AutoPad ap = window::parse_auto_pad(attrs, where);
+    std::vector<int64_t> out_pad = window::per_axis(attrs, where, "output_padding", g.spatial, 0, 0, kMaxGeometry);
     std::vector<int64_t> out_shape = attrs.get_ints("output_shape", {});
     if (!out_shape.empty() && out_shape.size() != g.spatial && out_shape.size() != g.spatial + 2)
         invalid(where, "output_shape has ", out_shape.size(), " values, expected ", g.spatial);

@@ -9,40 +9,20 @@
 // loops (XNNPACK has no convolution with an int32 output), one output row per task.
 #include <algorithm>
 #include <cstring>
-#include <limits>
 #include <string>
 #include <vector>
 
 #include "ops/registry.h"
 #include "ops/shape_common.h"
+#include "ops/window_geometry.h"
 #include "util/strings.h"
 
 namespace onnxstream {
 
 namespace {
 
-// Geometry values are kept to 32 bits so that every index computed from them fits int64.
-constexpr int64_t kMaxGeometry = std::numeric_limits<int32_t>::max();
-
-template <typename... Args> [[noreturn]] void invalid(const std::string &where, Args &&...args) {
-    fail(ONNXSTREAM_ERR_INVALID_MODEL, where, ": ", std::forward<Args>(args)...);
-}
-
 template <typename... Args> [[noreturn]] void unsupported(const std::string &where, Args &&...args) {
     fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": ", std::forward<Args>(args)...);
-}
-
-// An integer-list attribute with one value per spatial axis (or `fallback` for each when absent).
-std::vector<int64_t> per_axis(const Attributes &attrs, const std::string &where, const char *name, size_t count,
-                              int64_t fallback, int64_t min) {
-    std::vector<int64_t> v = attrs.get_ints(name, {});
-    if (v.empty()) return std::vector<int64_t>(count, fallback);
-    if (v.size() != count) invalid(where, name, " has ", v.size(), " values, expected ", count);
-    for (int64_t e : v) {
-        if (e < min) invalid(where, name, " value ", e, " is out of range (expected >= ", min, ")");
-        if (e > kMaxGeometry) unsupported(where, name, " value ", e, " is too large");
-    }
-    return v;
 }
 
 // The convolution as 2-D: a 1-D one has a height of 1 (input, kernel and output) and no vertical padding.
@@ -54,82 +34,31 @@ struct Geometry {
 };
 
 Geometry geometry(const Attributes &attrs, const std::string &where, const Shape &x, const Shape &w) {
-    if (x.size() < 3)
-        invalid(where, "x has shape ", shape_str(x), ", expected (N, C, spatial...) of rank 3 or 4");
-    if (x.size() > 4)
-        unsupported(where, "ConvInteger over ", x.size() - 2, " spatial axes is not supported (only 1-D and 2-D), ",
-                    "x has shape ", shape_str(x));
-    if (w.size() != x.size())
-        invalid(where, "w has shape ", shape_str(w), " but x ", shape_str(x), " needs a rank-", x.size(), " w");
+    const window::ConvGeometry c = window::conv_geometry(attrs, where, x, w, window::kConvIntegerNames);
     Geometry g;
-    const size_t sp = x.size() - 2;
-    g.batch = x[0];
-    g.in_c = x[1];
-    g.out_c = w[0];
-    g.group = attrs.get_int("group", 1);
-    if (g.group < 1) invalid(where, "group is ", g.group, ", expected >= 1");
-    if (g.out_c == 0 || w[1] == 0) invalid(where, "w has shape ", shape_str(w), " with a zero dimension");
-    // Divisibility first: it bounds group by w's element count, so w[1] * group cannot overflow.
-    if (g.out_c % g.group != 0)
-        invalid(where, "w has ", g.out_c, " output channels, not divisible by group ", g.group);
-    if (w[1] * g.group != g.in_c)
-        invalid(where, "x has ", g.in_c, " channels but w ", shape_str(w), " with group ", g.group, " expects ",
-                w[1] * g.group);
+    g.batch = c.batch;
+    g.in_c = c.in_channels;
+    g.out_c = c.out_channels;
+    g.group = c.group;
     g.c_per_group = w[1];
     g.m_per_group = g.out_c / g.group;
-
-    const std::vector<int64_t> kernel(w.begin() + 2, w.end());
-    const std::vector<int64_t> ks = attrs.get_ints("kernel_shape", {});
-    if (!ks.empty() && ks != kernel)
-        invalid(where, "kernel_shape (", join_ints(ks), ") does not match w's spatial shape ", shape_str(w));
-    for (int64_t k : kernel) {
-        if (k < 1) invalid(where, "w has shape ", shape_str(w), ", kernel dimensions must be >= 1");
-        if (k > kMaxGeometry) unsupported(where, "kernel dimension ", k, " is too large");
-    }
-    const std::vector<int64_t> strides = per_axis(attrs, where, "strides", sp, 1, 1);
-    const std::vector<int64_t> dilations = per_axis(attrs, where, "dilations", sp, 1, 1);
-    std::vector<int64_t> pads = per_axis(attrs, where, "pads", 2 * sp, 0, 0);
-    const std::string auto_pad = attrs.get_string("auto_pad", "NOTSET");
-    const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
-    if (!same && auto_pad != "NOTSET" && auto_pad != "VALID" && !auto_pad.empty())
-        invalid(where, "auto_pad is '", auto_pad, "', expected NOTSET, SAME_UPPER, SAME_LOWER or VALID");
-
-    std::vector<int64_t> out(sp), pad_begin(sp);
-    for (size_t i = 0; i < sp; ++i) {
-        const int64_t in = x[2 + i], s = strides[i], dk = (kernel[i] - 1) * dilations[i] + 1;
-        if (in > kMaxGeometry) unsupported(where, "spatial size ", in, " is too large");
-        int64_t begin = pads[i], end = pads[sp + i];
-        if (auto_pad == "VALID") {
-            begin = end = 0;
-        } else if (same) {
-            const int64_t total = std::max<int64_t>(0, ((in + s - 1) / s - 1) * s + dk - in);
-            begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-            end = total - begin;
-        }
-        const int64_t span = in + begin + end - dk;
-        if (span < 0)
-            invalid(where, "spatial axis ", i, ": the padded input (", in, " + pads ", begin, ",", end,
-                    ") is smaller than the dilated kernel (", dk, ")");
-        out[i] = span / s + 1;
-        pad_begin[i] = begin;
-    }
     // The last spatial axis is the row; a 2-D convolution's first one its height.
-    g.in_w = x.back();
-    g.k_w = kernel.back();
-    g.s_w = strides.back();
-    g.d_w = dilations.back();
-    g.p_w = pad_begin.back();
-    g.out_w = out.back();
-    if (sp == 2) {
-        g.in_h = x[2];
-        g.k_h = kernel[0];
-        g.s_h = strides[0];
-        g.d_h = dilations[0];
-        g.p_h = pad_begin[0];
-        g.out_h = out[0];
+    g.in_w = c.in.back();
+    g.k_w = c.kernel.back();
+    g.s_w = c.strides.back();
+    g.d_w = c.dilations.back();
+    g.p_w = c.pad_begin.back();
+    g.out_w = c.out.back();
+    if (c.spatial == 2) {
+        g.in_h = c.in[0];
+        g.k_h = c.kernel[0];
+        g.s_h = c.strides[0];
+        g.d_h = c.dilations[0];
+        g.p_h = c.pad_begin[0];
+        g.out_h = c.out[0];
     }
     g.out = {g.batch, g.out_c};
-    g.out.insert(g.out.end(), out.begin(), out.end());
+    g.out.insert(g.out.end(), c.out.begin(), c.out.end());
     shapeops::checked_shape(where, g.out, "output shape");
     return g;
 }

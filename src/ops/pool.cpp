@@ -10,6 +10,7 @@
 
 #include "ops/layout.h"
 #include "ops/registry.h"
+#include "ops/window_geometry.h"
 
 namespace onnxstream {
 
@@ -25,15 +26,7 @@ struct PoolGeometry {
     Shape in, kernel, strides, dilations, pad_begin, pad_end, out;
 };
 
-std::vector<int64_t> per_axis(const Attributes &attrs, const std::string &where, const char *name,
-                              size_t count, int64_t fallback, int64_t min) {
-    std::vector<int64_t> v = attrs.get_ints(name, {});
-    if (v.empty()) return std::vector<int64_t>(count, fallback);
-    if (v.size() != count) invalid(where, name, " has ", v.size(), " values, expected ", count);
-    for (int64_t x : v)
-        if (x < min) invalid(where, name, " value ", x, " is out of range (expected >= ", min, ")");
-    return v;
-}
+using window::per_axis;
 
 void check_spatial_input(const std::string &where, const Shape &x) {
     if (x.size() < 3)
@@ -59,21 +52,14 @@ PoolGeometry pool_geometry(const Attributes &attrs, const std::string &where, co
     g.pad_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(g.spatial), pads.end());
     const int64_t ceil_mode = attrs.get_int("ceil_mode", 0);
     if (ceil_mode != 0 && ceil_mode != 1) invalid(where, "ceil_mode is ", ceil_mode, ", expected 0 or 1");
-    std::string auto_pad = attrs.get_string("auto_pad", "NOTSET");
-    if (auto_pad.empty()) auto_pad = "NOTSET";
-    if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
-        invalid(where, "auto_pad is '", auto_pad, "', expected NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+    const window::AutoPad auto_pad = window::parse_auto_pad(attrs, where);
     g.out.resize(g.spatial);
     for (size_t i = 0; i < g.spatial; ++i) {
         const int64_t in = g.in[i], s = g.strides[i], dk = (g.kernel[i] - 1) * g.dilations[i] + 1;
-        if (auto_pad == "VALID") {
+        if (auto_pad == window::AutoPad::Valid)
             g.pad_begin[i] = g.pad_end[i] = 0;
-        } else if (auto_pad != "NOTSET") {
-            const int64_t target = (in + s - 1) / s;
-            const int64_t total = std::max<int64_t>(0, (target - 1) * s + dk - in);
-            g.pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-            g.pad_end[i] = total - g.pad_begin[i];
-        }
+        else if (auto_pad != window::AutoPad::NotSet)
+            window::same_padding(auto_pad, in, s, dk, g.pad_begin[i], g.pad_end[i]);
         const int64_t span = in + g.pad_begin[i] + g.pad_end[i] - dk;
         if (span < 0)
             invalid(where, "spatial axis ", i, ": the padded input (", in, " + pads ", g.pad_begin[i], ",",
