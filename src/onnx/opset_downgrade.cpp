@@ -178,6 +178,12 @@ private:
                 drop(n, "dilations");
             }
             if (op == "LpPool") drop_default(n, what, "ceil_mode", 0);
+        } else if (op == "GridSample") {
+            // Opset 20 renamed the modes; opset 16's names mean the same interpolation.
+            if (onnx::AttributeProto *a = find(n, "mode")) {
+                if (a->s() == "linear") a->set_s("bilinear");
+                else if (a->s() == "cubic") a->set_s("bicubic");
+            }
         } else if (op == "Cast" || op == "CastLike") {
             drop(n, "saturate"); // only float8 targets saturate, and onnxstream has none
         } else if (op == "QuantizeLinear" || op == "DequantizeLinear") {

@@ -53,6 +53,10 @@ public:
     template <typename... Args>[[noreturn]] void error(Args &&...args) const {
         fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": ", std::forward<Args>(args)...);
     }
+    // The same with another status (a leading status is never part of the message).
+    template <typename... Args>[[noreturn]] void error(Status status, Args &&...args) const {
+        fail(status, node.where, ": ", std::forward<Args>(args)...);
+    }
     void require_inputs(size_t min, size_t max) const;
     void require_dtype(size_t i, std::initializer_list<DType> allowed) const;
 

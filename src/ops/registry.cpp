@@ -33,6 +33,7 @@ const Registry &Registry::builtin() {
         register_feed_forward_ops(r);
         register_quantize_linear_ops(r);
         register_conv_integer_ops(r);
+        register_grid_sample_ops(r);
         register_control_flow_ops(r);
         return r;
     }();

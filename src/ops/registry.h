@@ -57,6 +57,7 @@ void register_attention_ops(Registry &r);       // ops/attention.cpp
 void register_feed_forward_ops(Registry &r);    // ops/feed_forward.cpp
 void register_quantize_linear_ops(Registry &r); // ops/quantize_linear.cpp
 void register_conv_integer_ops(Registry &r);    // ops/conv_integer.cpp
+void register_grid_sample_ops(Registry &r);     // ops/grid_sample.cpp
 void register_control_flow_ops(Registry &r);    // ops/control_flow.cpp
 
 } // namespace onnxstream

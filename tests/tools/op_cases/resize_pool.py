@@ -1,7 +1,8 @@
 """Pooling and resizing: MaxPool/AveragePool (1-D/2-D/3-D, strides, dilations, asymmetric pads, ceil_mode,
 auto_pad, count_include_pad), GlobalAveragePool/GlobalMaxPool, Resize (nearest with every nearest_mode,
 linear and cubic, every coordinate_transformation_mode, scales or sizes, roi with tf_crop_and_resize, opset
-10/11/13/18 input forms, axes, keep_aspect_ratio_policy and antialias) and Upsample (opset 7 and 9)."""
+10/11/13/18 input forms, axes, keep_aspect_ratio_policy and antialias), Upsample (opset 7 and 9) and GridSample
+(every mode, padding mode and align_corners)."""
 
 import numpy as np
 
@@ -275,3 +276,22 @@ add("upsample7_nearest_attr", "Upsample", [rand(1, 2, 4, 5)], attrs=dict(mode="n
     opset=7)
 add("upsample7_linear_attr", "Upsample", [rand(1, 2, 4, 5)], attrs=dict(mode="linear", scales=[1.0, 1.0, 2.0, 2.0]),
     opset=7)
+
+# --- GridSample ------------------------------------------------------------------------------------------------
+# Grid points mostly in [-1, 1] with some beyond (low/high -1.3..1.3), so every padding mode is exercised.
+for mode in ("bilinear", "nearest", "bicubic"):
+    for padding in ("zeros", "border", "reflection"):
+        for align in (0, 1):
+            add(f"gridsample_{mode}_{padding}_align{align}", "GridSample",
+                [rand(2, 3, 7, 9), rand(2, 5, 6, 2, low=-1.3, high=1.3)], opset=16,
+                attrs=dict(mode=mode, padding_mode=padding, align_corners=align))
+# far outside: reflection folds many times, zeros reads nothing
+add("gridsample_reflection_far", "GridSample", [rand(1, 2, 5, 4), rand(1, 4, 4, 2, low=-9.0, high=9.0)], opset=16,
+    attrs=dict(mode="bilinear", padding_mode="reflection"))
+add("gridsample_bicubic_zeros_far", "GridSample", [rand(1, 2, 5, 4), rand(1, 4, 4, 2, low=-9.0, high=9.0)],
+    opset=16, attrs=dict(mode="bicubic", padding_mode="zeros"))
+add("gridsample_defaults_upsample", "GridSample", [rand(1, 4, 6, 5), rand(1, 12, 10, 2)], opset=16)
+add("gridsample_f16", "GridSample", [rand(1, 3, 6, 7, dtype="float16"), rand(1, 4, 5, 2, dtype="float16")],
+    opset=16, attrs=dict(mode="bilinear", padding_mode="border"))
+add("gridsample_1px_align_reflection", "GridSample", [rand(1, 2, 1, 1), rand(1, 3, 3, 2, low=-2.0, high=2.0)],
+    opset=16, attrs=dict(mode="bilinear", padding_mode="reflection", align_corners=1))
