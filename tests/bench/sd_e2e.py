@@ -55,6 +55,7 @@ class MemoryCgroup:
     def __init__(self, limit_bytes):
         self.v1 = "/sys/fs/cgroup/memory"
         self.path = None
+        self._remove_stale()
         if os.path.isdir(self.v1):
             self.path = os.path.join(self.v1, f"onnxstream-sd-e2e-{os.getpid()}")
             os.mkdir(self.path)
@@ -70,6 +71,20 @@ class MemoryCgroup:
             self.peak_file, self.procs = "memory.peak", "cgroup.procs"
         else:
             raise OSError("no memory cgroup controller at /sys/fs/cgroup")
+
+    @staticmethod
+    def _remove_stale():
+        """Removes the cgroups of earlier runs that were killed before remove() (their script is gone)."""
+        for parent in ("/sys/fs/cgroup/memory", "/sys/fs/cgroup"):
+            if not os.path.isdir(parent):
+                continue
+            for name in os.listdir(parent):
+                pid = name[len("onnxstream-sd-e2e-"):] if name.startswith("onnxstream-sd-e2e-") else ""
+                if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                    try:
+                        os.rmdir(os.path.join(parent, name))  # fails, harmlessly, while processes remain
+                    except OSError:
+                        pass
 
     def _write(self, name, value):
         with open(os.path.join(self.path, name), "w") as f:
