@@ -246,6 +246,8 @@ def main():
                f"max diff {r.get('max_pixel_diff')}, mean {r.get('mean_pixel_diff')}") if name != "x86" else "-"
         if r.get("complete") is False:
             png = "decode phase still to run"
+        elif r["exit_code"] != 0:
+            png = "no image (the run failed)"
         fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
         print(f"{name:<8} {r.get('cpu', 'host'):<11} {r['exit_code']:>4} {fmt(r['wall_seconds']):>8} "
               f"{fmt(r['peak_rss_mb']):>11} {fmt(r.get('guest_peak_rss_mb')):>13} {fmt(r.get('qemu_peak_rss_mb')):>12} "
