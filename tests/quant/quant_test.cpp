@@ -141,6 +141,17 @@ size_t count_of(const std::string &text, const std::string &what) {
     return n;
 }
 
+// values[0, n) as int8 arithmetic sees them, quantized together: asymmetric over their range widened to
+// contain 0, 255 steps, zero point rounded and clamped to int8, then dequantized.
+void as_int8_sees(double *values, size_t n) {
+    double lo = 0, hi = 0;
+    for (size_t i = 0; i < n; ++i) lo = std::min(lo, values[i]), hi = std::max(hi, values[i]);
+    const double scale = hi == lo ? 1.0 : (hi - lo) / 255.0;
+    const double zp = std::clamp(std::nearbyint(-128.0 - lo / scale), -128.0, 127.0);
+    for (size_t i = 0; i < n; ++i)
+        values[i] = (std::clamp(std::nearbyint(values[i] / scale) + zp, -128.0, 127.0) - zp) * scale;
+}
+
 class ConvertW8 : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ConvertW8, MatchesQdqTwinAndFloatModel) {
@@ -287,12 +298,7 @@ public:
     std::vector<float> reference(bool int8) const {
         auto row_as_seen = [&](const float *row, int n) {
             std::vector<double> r(row, row + n);
-            if (!int8) return r;
-            double lo = 0, hi = 0;
-            for (double v : r) lo = std::min(lo, v), hi = std::max(hi, v);
-            const double scale = hi == lo ? 1.0 : (hi - lo) / 255.0;
-            const double zp = std::clamp(std::nearbyint(-128.0 - lo / scale), -128.0, 127.0);
-            for (double &v : r) v = (std::clamp(std::nearbyint(v / scale) + zp, -128.0, 127.0) - zp) * scale;
+            if (int8) as_int8_sees(r.data(), r.size());
             return r;
         };
         std::vector<float> h(M * N), y;
@@ -388,14 +394,7 @@ TEST(HandWritten, PerChannelInt8Conv) {
     auto reference = [&](bool int8) {
         std::vector<double> xs(x.begin(), x.end());
         if (int8)
-            for (int b = 0; b < B; ++b) {
-                double *img = &xs[b * C * H * W], lo = 0, hi = 0;
-                for (int i = 0; i < C * H * W; ++i) lo = std::min(lo, img[i]), hi = std::max(hi, img[i]);
-                const double scale = hi == lo ? 1.0 : (hi - lo) / 255.0;
-                const double zp = std::clamp(std::nearbyint(-128.0 - lo / scale), -128.0, 127.0);
-                for (int i = 0; i < C * H * W; ++i)
-                    img[i] = (std::clamp(std::nearbyint(img[i] / scale) + zp, -128.0, 127.0) - zp) * scale;
-            }
+            for (int b = 0; b < B; ++b) as_int8_sees(&xs[b * C * H * W], C * H * W);
         std::vector<float> y;
         for (int b = 0; b < B; ++b)
             for (int o = 0; o < O; ++o)
