@@ -18,7 +18,7 @@ static const char *usage =
     "          [--decoder-calibrate] [--threads N]\n"
     "          [--memory-mode min|balanced|max-speed] [--attention auto|full|sliced|flash]\n"
     "          [--arithmetic auto|fp32|fp16]\n"
-    "          [--tiled-decode] [--tile-overlap N] [--rpi] [--rpi-lowmem] [--ops-printf]\n"
+    "          [--tiled-decode] [--tile-overlap N] [--tile-cache DIR] [--rpi] [--rpi-lowmem] [--ops-printf]\n"
     "          [--tokenizer PATH] [--print-tokens] [--help]\n"
     "  --models-path      folder with text_encoder_fp32/, unet_fp16/ (or unet_fp32/), vae_decoder_fp32/\n"
     "                     (or vae_decoder_fp16/) and tokenizer/ (OnnxStream's SD 1.5 layout)\n"
@@ -36,6 +36,8 @@ static const char *usage =
     "  --tiled-decode     decode the latent in overlapping tiles with <decoder>_l32/ or _l16/ (the decoder\n"
     "                     converted for 32x32 or 16x16 latents); --tile-overlap sets the shared latent\n"
     "                     cells (default 8, at most a quarter of the tile)\n"
+    "  --tile-cache       keep each decoded tile in DIR and read back the tiles already there: a tiled\n"
+    "                     decode that was stopped resumes where it stopped\n"
     "  --rpi              memory mode min (a 1 GB board)\n"
     "  --rpi-lowmem       the lowest memory (a 512 MB board): memory mode min, weights read per op without\n"
     "                     read-ahead, flash attention, tiled decoding when a tile decoder exists\n"
@@ -150,6 +152,8 @@ int main(int argc, char **argv) {
             o.save_latents = v;
         } else if (!strcmp(a, "--decode-latents")) {
             o.decode_latents = v;
+        } else if (!strcmp(a, "--tile-cache")) {
+            o.tile_cache = v;
         } else if (!strcmp(a, "--tokenizer")) {
             o.tokenizer_path = v;
         } else if (!strcmp(a, "--sampler")) {

@@ -10,6 +10,7 @@
 #include "image.h"
 #include "progress.h"
 #include "rng.h"
+#include "tile_cache.h"
 #include "tiles.h"
 #include "tokenizer.h"
 
@@ -423,11 +424,14 @@ static onnxstream_status_t vae_run(onnxstream_model_t *vae, const float *z, cons
 
 /*
  * Tiled decoding: overlapping (th x tw) latent tiles through the tile decoder, blended into *image
- * (malloc'd 3 x H x W floats, H and W from the decoder's upscale factor).
+ * (malloc'd 3 x H x W floats, H and W from the decoder's upscale factor). With o->tile_cache, each decoded
+ * tile is kept in that folder and a tile already there (same latent values, same decoder) is read back
+ * instead of decoded: a stopped decode resumes.
  */
 static onnxstream_status_t decode_tiles(const sd_pipeline_options_t *o, onnxstream_model_t *vae,
-                                        const float *latent, const int64_t lat[4], const int64_t tile[4],
-                                        float **image, int *img_w, int *img_h, char *err, size_t err_size) {
+                                        const char *decoder_path, const float *latent, const int64_t lat[4],
+                                        const int64_t tile[4], float **image, int *img_w, int *img_h, char *err,
+                                        size_t err_size) {
     const int lh = (int)lat[2], lw = (int)lat[3], th = (int)tile[2], tw = (int)tile[3], c = (int)lat[1];
     /* At most a quarter of the tile: more would multiply the tiles (stride = tile - overlap). */
     int overlap_y = o->tile_overlap < th / 4 ? o->tile_overlap : th / 4;
@@ -438,10 +442,12 @@ static onnxstream_status_t decode_tiles(const sd_pipeline_options_t *o, onnxstre
     if (ny < 0 || nx < 0 || th > lh || tw > lw)
         return fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT,
                     "cannot cut a %dx%d latent into %dx%d tiles overlapping by %d", lh, lw, th, tw, o->tile_overlap);
+    onnxstream_status_t s = o->tile_cache ? sd_tile_cache_prepare(o->tile_cache, err, err_size) : ONNXSTREAM_OK;
+    if (s != ONNXSTREAM_OK) return s;
     float *z = malloc((size_t)c * th * tw * sizeof(float));
     float *acc = NULL, *wsum = NULL;
-    int scale = 0, H = 0, W = 0;
-    onnxstream_status_t s = z ? ONNXSTREAM_OK : fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory");
+    int scale = 0, H = 0, W = 0, reused = 0;
+    if (!z) s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory");
     sd_progress_t progress;
     if (s == ONNXSTREAM_OK && !o->quiet) sd_progress_start(&progress, stderr, ny * nx);
     for (int ty = 0; ty < ny && s == ONNXSTREAM_OK; ++ty) {
@@ -451,35 +457,57 @@ static onnxstream_status_t decode_tiles(const sd_pipeline_options_t *o, onnxstre
                     for (int x = 0; x < tw; ++x)
                         z[((size_t)ch * th + y) * tw + x] =
                             (float)(latent[((size_t)ch * lh + ys[ty] + y) * lw + xs[tx] + x] / SD_LATENT_SCALE);
-            onnxstream_tensor_view_t v;
-            int64_t shape[4] = {1, c, th, tw};
-            s = vae_run(vae, z, shape, &v, err, err_size);
-            if (s != ONNXSTREAM_OK) break;
-            if (!acc) { /* the first tile tells the upscale factor */
-                scale = (int)(v.shape[2] / th);
+            char cached_path[4200];
+            float *cached = NULL;
+            int oh = 0, ow = 0;
+            if (o->tile_cache) {
+                uint64_t key = sd_tile_key(z, (size_t)c * th * tw, decoder_path);
+                if (sd_tile_cache_path(cached_path, sizeof cached_path, o->tile_cache, ty, tx, key) != 0) {
+                    s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "tile cache path too long: %s",
+                             o->tile_cache);
+                    break;
+                }
+                cached = sd_tile_cache_load(cached_path, 3, &oh, &ow);
+            }
+            const float *decoded = cached;
+            if (cached) {
+                reused++;
+            } else {
+                onnxstream_tensor_view_t v;
+                int64_t shape[4] = {1, c, th, tw};
+                s = vae_run(vae, z, shape, &v, err, err_size);
+                if (s != ONNXSTREAM_OK) break;
+                decoded = (const float *)v.data;
+                oh = (int)v.shape[2];
+                ow = (int)v.shape[3];
+                if (o->tile_cache) s = sd_tile_cache_store(cached_path, decoded, 3, oh, ow, err, err_size);
+            }
+            if (s == ONNXSTREAM_OK && !acc) { /* the first tile tells the upscale factor */
+                scale = oh / th;
                 H = lh * scale;
                 W = lw * scale;
-                if (scale < 1 || v.shape[2] != (int64_t)th * scale || v.shape[3] != (int64_t)tw * scale) {
-                    s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL, "vae decoder: a %dx%d tile decodes to "
-                             "%lldx%lld, not a whole multiple", th, tw, (long long)v.shape[2], (long long)v.shape[3]);
-                    break;
-                }
-                acc = calloc((size_t)3 * H * W, sizeof(float));
-                wsum = calloc((size_t)H * W, sizeof(float));
-                if (!acc || !wsum) {
+                acc = scale >= 1 ? calloc((size_t)3 * H * W, sizeof(float)) : NULL;
+                wsum = scale >= 1 ? calloc((size_t)H * W, sizeof(float)) : NULL;
+                if (scale >= 1 && (!acc || !wsum))
                     s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for the image");
-                    break;
-                }
             }
-            int up = ty > 0 ? sd_tiles_overlap_after(ys, ny, th, ty - 1) : 0;
-            int left = tx > 0 ? sd_tiles_overlap_after(xs, nx, tw, tx - 1) : 0;
-            sd_tile_accumulate(acc, wsum, 3, H, W, (const float *)v.data, th * scale, tw * scale, ys[ty] * scale,
-                               xs[tx] * scale, up * scale, sd_tiles_overlap_after(ys, ny, th, ty) * scale,
-                               left * scale, sd_tiles_overlap_after(xs, nx, tw, tx) * scale);
-            if (!o->quiet) sd_progress_update(&progress, ty * nx + tx + 1);
+            if (s == ONNXSTREAM_OK && (scale < 1 || oh != th * scale || ow != tw * scale))
+                s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL, "vae decoder: a %dx%d tile decodes to %dx%d, "
+                         "not %dx%d like the first tile", th, tw, oh, ow, th * scale, tw * scale);
+            if (s == ONNXSTREAM_OK) {
+                int up = ty > 0 ? sd_tiles_overlap_after(ys, ny, th, ty - 1) : 0;
+                int left = tx > 0 ? sd_tiles_overlap_after(xs, nx, tw, tx - 1) : 0;
+                sd_tile_accumulate(acc, wsum, 3, H, W, decoded, th * scale, tw * scale, ys[ty] * scale,
+                                   xs[tx] * scale, up * scale, sd_tiles_overlap_after(ys, ny, th, ty) * scale,
+                                   left * scale, sd_tiles_overlap_after(xs, nx, tw, tx) * scale);
+            }
+            free(cached);
+            if (s == ONNXSTREAM_OK && !o->quiet) sd_progress_update(&progress, ty * nx + tx + 1);
         }
     }
     if (!o->quiet && z) sd_progress_finish(&progress, ny * nx, "vae tiles");
+    if (!o->quiet && reused)
+        fprintf(stderr, "vae tiles: %d of %d read from the tile cache %s\n", reused, ny * nx, o->tile_cache);
     if (s == ONNXSTREAM_OK) sd_tile_finish(acc, wsum, 3, H, W);
     free(z);
     free(wsum);
@@ -535,6 +563,11 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
     onnxstream_model_t *vae = NULL;
     onnxstream_status_t s = open_decoder(o, &vae, &tiled, path, sizeof path, err, err_size);
     if (s != ONNXSTREAM_OK) return s;
+    if (o->tile_cache && (!tiled || o->decoder_calibrate)) {
+        onnxstream_model_destroy(vae);
+        return fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "--tile-cache needs tiled decoding%s",
+                    tiled ? ", and calibration must decode every tile" : " (--tiled-decode or --rpi-lowmem)");
+    }
     if (o->decoder_calibrate && (s = onnxstream_model_set_calibrate(vae, 1)) != ONNXSTREAM_OK) {
         fail(err, err_size, s, "vae decoder (%s): %s", path, onnxstream_model_last_error(vae));
         onnxstream_model_destroy(vae);
@@ -555,7 +588,7 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
     float *image = NULL;
     int w = 0, h = 0;
     if (tiled) {
-        s = decode_tiles(o, vae, latent, lat_shape, decl, &image, &w, &h, err, err_size);
+        s = decode_tiles(o, vae, path, latent, lat_shape, decl, &image, &w, &h, err, err_size);
     } else {
         size_t n = (size_t)(lat_shape[1] * lat_shape[2] * lat_shape[3]);
         float *z = malloc(n * sizeof(float));

@@ -58,6 +58,8 @@ typedef struct sd_pipeline_options {
     const char *output;           /* PNG path (NULL: no image, e.g. with save_latents only) */
     const char *save_latents;     /* raw float32 latents after diffusion (may be NULL) */
     const char *decode_latents;   /* skip diffusion: decode this latents file (may be NULL) */
+    const char *tile_cache;       /* tiled decoding: keep each decoded tile in this folder and read back the
+                                     tiles already there, so a stopped decode resumes (may be NULL) */
 } sd_pipeline_options_t;
 
 /* Fill defaults: 20 steps, cfg 7.5, seed 0, euler_a, balanced memory mode, tiles when in MIN mode. */

@@ -21,7 +21,9 @@ board's run into two processes that may run on different days: `generate` (text 
 --save-latents --latents-only`) and `decode` (`sd --decode-latents`, the tiled VAE). Each phase runs in its
 own cgroup of the same limit and keeps its result in WORK/<board>-<phase>.json; a board's figures are the
 worse of its two phases, and the image is the decode phase's (the split gives the same image as one process:
-tests/sd/sd_cli_test.py checks it).
+tests/sd/sd_cli_test.py checks it). The decode phase keeps its decoded tiles in WORK/<board>-tiles (`sd
+--tile-cache`): a decode phase stopped part way resumes at its first missing tile when run again, and the
+board's decode figures are then those of all its runs (wall times added, the worse peaks).
 
 usage: tests/bench/arm_sd_lowmem.py --build build [--arm build-arm64:aarch64,build-armhf:armhf] [--work DIR]
        [--onnx GEN_DIR] [--limit-mb 512] [--steps 1] [--threads 0] [--reuse-x86] [--phase all|generate|decode]
@@ -145,6 +147,19 @@ def combine_phases(work, arch):
     return r
 
 
+def merge_resumed(previous, current):
+    """One decode phase from two runs, the second resuming the first's tiles: wall time added, worse peaks."""
+    r = dict(current)
+    r["wall_seconds"] = round(previous["wall_seconds"] + current["wall_seconds"], 1)
+    r["runs"] = previous.get("runs", 1) + 1
+    for key in ("peak_rss_mb", "guest_peak_rss_mb", "qemu_peak_rss_mb"):
+        values = [v for v in (previous.get(key), current.get(key)) if v is not None]
+        r[key] = max(values) if values else None
+    peaks = [(p.get("cgroup") or {}).get("peak_charge_mb") or 0 for p in (previous, current)]
+    r["cgroup"] = dict(r.get("cgroup") or {}, peak_charge_mb=max(peaks))
+    return r
+
+
 def png_pixels(path):
     from PIL import Image
     return np.asarray(Image.open(path).convert("RGB"), dtype=np.int16)
@@ -208,7 +223,8 @@ def main():
         latents = os.path.join(work, f"{arch}.latents")
         phases = {"all": sd_args + ["--output", png],
                   "generate": sd_args + ["--save-latents", latents, "--latents-only"],
-                  "decode": sd_args + ["--decode-latents", latents, "--output", png]}
+                  "decode": sd_args + ["--decode-latents", latents, "--output", png,
+                                       "--tile-cache", os.path.join(work, f"{arch}-tiles")]}
         log(f"{arch} (qemu -cpu {a['cpu']}): sd --rpi-lowmem ({args.phase}) inside a {args.limit_mb} MB memory cgroup")
         cg = MemoryCgroup(args.limit_mb * 2**20)
         try:
@@ -219,8 +235,17 @@ def main():
                      qemu_empty_rss_mb=qemu_rss, cgroup=cg.report(), cpu=a["cpu"], **sampler.report())
         finally:
             cg.remove()
+        m = re.search(r"vae tiles: (\d+) of (\d+) read from the tile cache", open(os.path.join(
+            logs, f"{arch}-{args.phase}.log"), errors="replace").read())
+        if m:
+            r["tiles_from_cache"] = int(m.group(1))
+        phase_json = os.path.join(work, f"{arch}-{args.phase}.json")
+        if args.phase == "decode" and os.path.exists(phase_json):
+            previous = json.load(open(phase_json))
+            if previous["exit_code"] != 0 and r.get("tiles_from_cache"):  # this run resumed that one's tiles
+                r = merge_resumed(previous, r)
         if args.phase != "all":
-            with open(os.path.join(work, f"{arch}-{args.phase}.json"), "w") as f:
+            with open(phase_json, "w") as f:
                 json.dump(r, f, indent=1)
             r = combine_phases(work, arch)
             rc = r["exit_code"] if r["complete"] else -1  # no image yet: the decode phase is still to run

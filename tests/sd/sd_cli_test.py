@@ -127,6 +127,40 @@ def unet_variant(convert, cases, models, folder, unet_case):
     return folder
 
 
+def check_tile_cache(decode, work, want_png):
+    """--tile-cache: a stopped tiled decode resumes from the tiles it kept, to the same image."""
+    cache, out = os.path.join(work, "tiles"), os.path.join(work, "cached.png")
+    run = lambda extra=(): subprocess.run(decode + ["--tile-cache", cache, "--output", out] + list(extra),
+                                          capture_output=True, text=True)
+    r = run()
+    tiles = sorted(os.listdir(cache)) if os.path.isdir(cache) else []
+    check(r.returncode == 0 and open(out, "rb").read() == want_png and len(tiles) == 9 and
+          "read from the tile cache" not in r.stderr,
+          f"--tile-cache decodes all 9 tiles, keeps them and writes the same image ({len(tiles)} files)")
+    # A run stopped after 5 tiles: the 4 later files are missing, and one kept file is cut short.
+    for name in tiles[5:]:
+        os.remove(os.path.join(cache, name))
+    with open(os.path.join(cache, tiles[0]), "r+b") as f:
+        f.truncate(100)
+    r = run()
+    check(r.returncode == 0 and "4 of 9 read from the tile cache" in r.stderr and
+          open(out, "rb").read() == want_png and len(os.listdir(cache)) == 9,
+          f"a resumed decode reads the 4 whole tiles, decodes the other 5, same image ({r.stderr.strip()[-120:]})")
+    r = run(["--steps", "3"])
+    check("9 of 9 read from the tile cache" in r.stderr, "a finished decode reads every tile back")
+    other = os.path.join(work, "other_latents.bin")
+    (np.fromfile(decode[decode.index("--decode-latents") + 1], dtype=np.float32) * 0.5).tofile(other)
+    r = subprocess.run([a if a != decode[decode.index("--decode-latents") + 1] else other for a in decode] +
+                       ["--tile-cache", cache, "--output", out], capture_output=True, text=True)
+    check(r.returncode == 0 and "read from the tile cache" not in r.stderr and len(os.listdir(cache)) == 18,
+          "other latents never reuse the kept tiles")
+    r = subprocess.run([a for a in decode if a != "--tiled-decode"] +
+                       ["--tile-cache", cache, "--output", out, "--memory-mode", "balanced"],
+                       capture_output=True, text=True)
+    check(r.returncode != 0 and "--tile-cache needs tiled decoding" in r.stderr,
+          f"--tile-cache without tiled decoding is refused ({r.stderr.strip()[-100:]})")
+
+
 def main():
     sd, convert, cases, shared, node = sys.argv[1:6]
     sd, convert = cross_exe.wrap(sd), cross_exe.wrap(convert)
@@ -192,6 +226,8 @@ def main():
             full = np.asarray(Image.open(out1).convert("RGB"))
             check(np.abs(full.astype(int) - got.astype(int)).max() > 0, "tiled output is really tiled (differs "
                   "from the full decode: the tiles' GroupNorm and attention only see the tile)")
+            check_tile_cache(common + ["--decode-latents", latents, "--tiled-decode", "--tile-overlap", "2"],
+                             work, open(out4, "rb").read())
         # --rpi-lowmem: memory mode min, nocache, flash attention, tiles because tile decoders exist; min picks
         # the smaller tiles (_l16: 4x4 latent tiles overlapping by 1 -> 5 x 5 tiles of the 16x16 latent).
         out5 = os.path.join(work, "lowmem.png")
