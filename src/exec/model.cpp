@@ -245,7 +245,11 @@ void Model::run(const ProgressFn &progress) {
     if (keep_prepared_) node_state_.resize(graph_->nodes().size());
     ValueObserver observer;
     if (calibrate_) observer = [this](int value, const Tensor &t) { recorder_->observe(value, t); };
-    Executor executor(*graph_, plan, *provider_, alloc_, pool_.get(), options_.run, keep_prepared_ ? &node_state_ : nullptr);
+    // A calibrating run records the ranges of the float computation: int8 arithmetic's own rounding of the
+    // activations would move them.
+    RunOptions run_options = options_.run;
+    if (calibrate_) run_options.int8_weight_arithmetic = false;
+    Executor executor(*graph_, plan, *provider_, alloc_, pool_.get(), run_options, keep_prepared_ ? &node_state_ : nullptr);
     // The profile of a run is kept only when the run succeeds (as last_run_). The provider's read-ahead has
     // stopped when executor.run returns or throws, so no read reports to the profiler afterwards.
     struct StopObserving {

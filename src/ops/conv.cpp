@@ -240,11 +240,72 @@ std::vector<TensorInfo> conv_infer(const InferContext &ctx) {
     return conv_output_info(ctx, window::conv_geometry(ctx.attrs(), ctx.node.where, x.shape, w.shape, window::kConvNames));
 }
 
+namespace {
+
+// Output rows per band of a convolution computed in int8 (conv_run_int8).
+constexpr size_t kInt8BandRows = 2;
+
+// An image cut into horizontal bands of output rows for int8 arithmetic: each band's input rows (the rows
+// its kernel reaches, zero rows where it reaches into the top or bottom padding) are one batch item of
+// XNNPACK's convolution, which takes one scale and zero point per batch item. Small bands keep a few large
+// activations from coarsening the scale of the whole image. `out_rows` is the largest divisor of the output
+// height up to kInt8BandRows, so every band has the same size.
+struct Int8Bands {
+    size_t out_rows = 1, in_rows = 1, per_image = 1;
+};
+
+Int8Bands int8_bands(const xnn::Conv2dShape &s) {
+    const size_t reach = static_cast<size_t>(s.kernel_h - 1) * s.dilation_h + 1;
+    const size_t out_h = (s.in_h + s.pad_top + s.pad_bottom - reach) / s.stride_h + 1;
+    size_t b = std::min(kInt8BandRows, out_h);
+    while (out_h % b != 0) --b;
+    return {b, (b - 1) * s.stride_h + reach, out_h / b};
+}
+
+// A 1x1 convolution with stride 1 and no padding: a fully connected layer over the pixels.
+bool is_pointwise(const xnn::Conv2dShape &s) {
+    return s.kernel_h == 1 && s.kernel_w == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_top == 0 &&
+           s.pad_bottom == 0 && s.pad_left == 0 && s.pad_right == 0;
+}
+
+// Quantizes every band of every image into q (batch items of bands.in_rows rows each).
+void quantize_bands(const xnn::Conv2dShape &s, const Int8Bands &bands, const float *in, xnn::QuantizedRows &q,
+                    pthreadpool_t pool) {
+    const size_t row = s.in_w * s.groups * s.group_in;
+    const size_t items = s.batch * bands.per_image;
+    q.params.assign(items + xnn::kQuantizedParamsSlack, xnn::QuantizedRows::Params{0, 1.0f});
+    xnn::RowQuantizer quantizer;
+    for (size_t image = 0; image < s.batch; ++image) {
+        for (size_t band = 0; band < bands.per_image; ++band) {
+            const size_t item = image * bands.per_image + band;
+            int8_t *dst = q.values + item * bands.in_rows * row;
+            const int64_t top = static_cast<int64_t>(band * bands.out_rows * s.stride_h) - s.pad_top;
+            const int64_t lo = std::max<int64_t>(top, 0);
+            const int64_t hi = std::min<int64_t>(top + static_cast<int64_t>(bands.in_rows), static_cast<int64_t>(s.in_h));
+            const int64_t end = top + static_cast<int64_t>(bands.in_rows);
+            if (hi <= lo) { // a band wholly in the padding: zeros, zero point 0
+                std::memset(dst, 0, bands.in_rows * row);
+                continue;
+            }
+            xnn::QuantizedRows::Params &p = q.params[item];
+            quantizer.quantize(static_cast<size_t>(hi - lo) * row, in + (image * s.in_h + static_cast<size_t>(lo)) * row,
+                               dst + static_cast<size_t>(lo - top) * row, p, pool);
+            // Padding rows are zeros, which quantize exactly to the zero point.
+            const int8_t zero = static_cast<int8_t>(p.zero_point);
+            std::memset(dst, zero, static_cast<size_t>(lo - top) * row);
+            std::memset(dst + static_cast<size_t>(hi - top) * row, zero, static_cast<size_t>(end - hi) * row);
+        }
+    }
+}
+
+} // namespace
+
 // A per-channel int8 weight along the output channels (--quantize w8) in int8 arithmetic: the NHWC float32
-// input is quantized per image when the op runs (XNNPACK's convolution takes one scale and zero point per
-// batch item) and the int8 kernel, reordered to OHWI if stored OIHW but never dequantized, is packed as it
-// is. Streamed weights run in output-channel chunks like the float32 path. Returns false, having written
-// nothing, when the option is off or the build or the CPU has no such kernel (xnnpack/dynamic_quant.h).
+// input is quantized when the op runs, pixel by pixel for a pointwise convolution, else in bands of output
+// rows (Int8Bands), and the int8 kernel, reordered to OHWI if stored OIHW but never dequantized, is packed as
+// it is. Streamed weights run in output-channel chunks like the float32 path, all on the one quantized
+// input. Returns false, having written nothing, when the option is off or the build or the CPU has no such
+// kernel (xnnpack/dynamic_quant.h).
 bool conv_run_int8(const RunContext &ctx, const xnn::Conv2dShape &s, size_t m, const float *in, const float *bias,
                    float *out) {
     const Tensor &w = ctx.input(1);
@@ -253,20 +314,35 @@ bool conv_run_int8(const RunContext &ctx, const xnn::Conv2dShape &s, size_t m, c
         !q.present || q.axis != 0 || !q.channel_scales || q.channel_scales->size() != m)
         return false;
     const float *scales = q.channel_scales->data();
-    const size_t image = s.in_h * s.in_w * s.groups * s.group_in;
-    Tensor xq_buffer = ctx.scratch(DType::I8, {static_cast<int64_t>(s.batch * image + xnn::kQuantizedSlack)});
+    xnn::Conv2dShape banded = s;
+    Tensor xq_buffer;
     xnn::QuantizedRows xq;
-    xq.values = xq_buffer.data<int8_t>();
-    xnn::quantize_rows(s.batch, image, in, image, xq, ctx.pool());
+    if (is_pointwise(s)) { // each pixel its own batch item: the pixel rows of a fully connected layer
+        banded.batch = s.batch * s.in_h * s.in_w;
+        banded.in_h = banded.in_w = 1;
+        const size_t c = s.groups * s.group_in;
+        xq_buffer = ctx.scratch(DType::I8, {static_cast<int64_t>(banded.batch * c + xnn::kQuantizedSlack)});
+        xq.values = xq_buffer.data<int8_t>();
+        xnn::quantize_rows(banded.batch, c, in, c, xq, ctx.pool());
+    } else {
+        const Int8Bands bands = int8_bands(s);
+        banded.batch = s.batch * bands.per_image;
+        banded.in_h = bands.in_rows;
+        banded.pad_top = banded.pad_bottom = 0;
+        const size_t item = bands.in_rows * s.in_w * s.groups * s.group_in;
+        xq_buffer = ctx.scratch(DType::I8, {static_cast<int64_t>(banded.batch * item + xnn::kQuantizedSlack)});
+        xq.values = xq_buffer.data<int8_t>();
+        quantize_bands(s, bands, in, xq, ctx.pool());
+    }
     if (!ctx.is_streamed(1)) {
         const Tensor kernel = ctx.kernel_weight(1, w, 0, DType::I8);
-        if (!xnn::conv2d_nhwc_qd8(s, xq, kernel.data<int8_t>(), scales, bias, out, ctx.pool())) return false;
+        if (!xnn::conv2d_nhwc_qd8(banded, xq, kernel.data<int8_t>(), scales, bias, out, ctx.pool())) return false;
     } else {
         const int64_t rows = s.groups == 1 ? ctx.weight_chunk_rows(1, /*float_bytes=*/false) : static_cast<int64_t>(m);
         for (int64_t o0 = 0; o0 < static_cast<int64_t>(m); o0 += rows) {
             const int64_t o1 = std::min<int64_t>(static_cast<int64_t>(m), o0 + rows);
             const Tensor kernel_rows = ctx.kernel_weight(1, ctx.read_weight_rows(1, o0, o1), o0, DType::I8);
-            xnn::Conv2dShape part = s;
+            xnn::Conv2dShape part = banded;
             part.group_out = static_cast<size_t>(o1 - o0) / s.groups;
             part.output_pixel_stride = m;
             // Only the first chunk can fail (kernel support does not change mid-run): nothing written yet.

@@ -17,6 +17,8 @@ static_assert(sizeof(QuantizedRows::Params) == sizeof(xnn_quantization_params) &
                   offsetof(xnn_quantization_params, scale) == offsetof(QuantizedRows::Params, scale),
               "QuantizedRows::Params must be laid out as xnn_quantization_params");
 static_assert(kQuantizedSlack >= XNN_EXTRA_BYTES, "kQuantizedSlack below XNN_EXTRA_BYTES");
+static_assert(kQuantizedParamsSlack >= XNN_EXTRA_QUANTIZATION_PARAMS,
+              "kQuantizedParamsSlack below XNN_EXTRA_QUANTIZATION_PARAMS");
 
 namespace {
 const xnn_quantization_params *xnn_params(const QuantizedRows &q) {
@@ -29,7 +31,7 @@ bool has_dynamic_quant_kernels() { return true; }
 void quantize_rows(size_t rows, size_t channels, const float *x, size_t x_stride, QuantizedRows &q,
                    pthreadpool_t pool) {
     ensure_initialized();
-    q.params.assign(rows + XNN_EXTRA_QUANTIZATION_PARAMS, QuantizedRows::Params{0, 1.0f});
+    q.params.assign(rows + kQuantizedParamsSlack, QuantizedRows::Params{0, 1.0f});
     if (rows == 0) return;
     xnn_operator_t raw = nullptr;
     check(xnn_create_convert_nc_f32_qd8(operator_flags(), &raw), "xnn_create_convert_nc_f32_qd8");
@@ -46,6 +48,27 @@ void quantize_rows(size_t rows, size_t channels, const float *x, size_t x_stride
 }
 
 void Qd8Deleter::operator()(struct xnn_operator *op) const { xnn_delete_operator(op); }
+
+RowQuantizer::RowQuantizer() {
+    ensure_initialized();
+    xnn_operator_t raw = nullptr;
+    check(xnn_create_convert_nc_f32_qd8(operator_flags(), &raw), "xnn_create_convert_nc_f32_qd8");
+    op_.reset(raw);
+}
+
+void RowQuantizer::quantize(size_t count, const float *x, int8_t *values, QuantizedRows::Params &params,
+                            pthreadpool_t pool) {
+    QuantizedRows::Params padded[1 + kQuantizedParamsSlack] = {};
+    {
+        KernelPrepareTimer timer;
+        check(xnn_reshape_convert_nc_f32_qd8(op_.get(), 1, count, count, count, pool),
+              "xnn_reshape_convert_nc_f32_qd8");
+        check(xnn_setup_convert_nc_f32_qd8(op_.get(), x, values, reinterpret_cast<xnn_quantization_params *>(padded)),
+              "xnn_setup_convert_nc_f32_qd8");
+    }
+    check(xnn_run_operator(op_.get(), pool), "xnn_run_operator");
+    params = padded[0];
+}
 
 std::unique_ptr<FullyConnectedQd8> FullyConnectedQd8::create(size_t k, size_t n, const int8_t *weight,
                                                              bool weight_kn, const float *scales,
@@ -113,6 +136,12 @@ void quantize_rows(size_t, size_t, const float *, size_t, QuantizedRows &, pthre
 }
 
 void Qd8Deleter::operator()(struct xnn_operator *op) const { xnn_delete_operator(op); }
+
+RowQuantizer::RowQuantizer() {
+    throw Error(ONNXSTREAM_ERR_UNSUPPORTED, "dynamically quantized kernels need XNNPACK's 2024 API");
+}
+
+void RowQuantizer::quantize(size_t, const float *, int8_t *, QuantizedRows::Params &, pthreadpool_t) {}
 
 std::unique_ptr<FullyConnectedQd8> FullyConnectedQd8::create(size_t, size_t, const int8_t *, bool, const float *,
                                                              const float *, size_t) {

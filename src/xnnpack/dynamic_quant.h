@@ -24,6 +24,8 @@ bool has_dynamic_quant_kernels();
 
 // Bytes a quantized activation buffer needs past its last element (XNNPACK reads up to 16 bytes over).
 constexpr size_t kQuantizedSlack = 16;
+// Entries a quantization-parameter array needs past its last row (XNNPACK's kernels read that far).
+constexpr size_t kQuantizedParamsSlack = 10;
 
 // Rows of float activations quantized to int8, each with its own zero point and scale. `values` must
 // hold rows * channels + kQuantizedSlack bytes (the caller allocates it, so it is counted as scratch).
@@ -44,6 +46,19 @@ struct Qd8Deleter {
     void operator()(struct xnn_operator *op) const;
 };
 
+// Quantizes one run of floats at a time, each with its own zero point and scale, into places the caller
+// chooses: e.g. overlapping bands of an image's rows, which quantize_rows (rows a fixed stride apart, none
+// overlapping) cannot express. One operator serves every call. Throws on a build without the kernels.
+class RowQuantizer {
+public:
+    RowQuantizer();
+    void quantize(size_t count, const float *x, int8_t *values, QuantizedRows::Params &params,
+                  pthreadpool_t pool);
+
+private:
+    std::unique_ptr<struct xnn_operator, Qd8Deleter> op_;
+};
+
 // y[m, :] = dequantize(x[m, :]) · W (+ bias): weight int8 [N, K] row-major, or [K, N] when weight_kn, with one
 // float32 scale per output channel (N). The weight is packed at creation and may be freed after it.
 class FullyConnectedQd8 {
@@ -60,7 +75,7 @@ private:
 };
 
 // The convolution of conv2d_nhwc_f32 with a per-channel int8 kernel (OHWI, one scale per output channel of
-// this call) on an NHWC input quantized per image (quantize_rows with rows = batch, channels = H·W·C).
+// this call) on an NHWC input quantized per batch item (one zero point and scale per H·W·C values).
 // Returns false, having written nothing, when the build or the CPU has no such kernel.
 bool conv2d_nhwc_qd8(const Conv2dShape &s, const QuantizedRows &input, const int8_t *kernel, const float *scales,
                      const float *bias, float *output, pthreadpool_t pool);

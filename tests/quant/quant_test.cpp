@@ -369,67 +369,95 @@ TEST(HandWritten, PerChannelInt8Arithmetic) {
     }
 }
 
-// The same for a Conv (2 images, 3x3 kernel, padding, a bias): int8 arithmetic quantizes each image as a
-// whole (XNNPACK's convolution takes one scale and zero point per batch item), padding included as 0.
+// The same for a Conv (2 images, a bias). int8 arithmetic quantizes each band of output rows on its own
+// (XNNPACK's convolution takes one scale and zero point per batch item, and each band is one): for a 3x3
+// kernel with padding, bands of 2 output rows when the output height is even, else of 1, each quantized over
+// the input rows its kernel reaches, padding included as 0 (heights 8 and 7 take both); for a 1x1 kernel,
+// each pixel on its own.
 TEST(HandWritten, PerChannelInt8Conv) {
-    constexpr int B = 2, C = 3, H = 7, W = 6, O = 5;
-    Scratch scratch("onnxstream-quant-test");
-    const std::string dir = scratch.path() + "/conv";
-    ::mkdir(dir.c_str(), 0755);
-    std::mt19937 rng(11);
-    std::uniform_int_distribution<int> qd(-127, 127);
-    std::uniform_real_distribution<float> sd(0.001f, 0.02f), xd(-0.5f, 1.5f);
-    std::vector<int8_t> q(O * C * 9);
-    std::vector<float> scales(O), bias(O), x(B * C * H * W);
-    for (auto &v : q) v = static_cast<int8_t>(qd(rng));
-    for (auto &v : scales) v = sd(rng);
-    for (auto &v : bias) v = xd(rng);
-    for (auto &v : x) v = xd(rng);
-    write_file(dir + "/w_nchw.bin", q.data(), q.size());
-    write_file(dir + "/w_scales.bin", scales.data(), scales.size() * 4);
-    write_file(dir + "/b.bin", bias.data(), bias.size() * 4);
-    const std::string txt = "conv:Conv*input:x(2,3,7,6);w_nchw.bin(int8[@w_scales.bin,0]:5,3,3,3);b.bin(float32:5)"
-                            "*output:y(2,5,7,6)*kernel_shape:3,3;pads:1,1,1,1\n";
-    write_file(dir + "/model.txt", txt.data(), txt.size());
-    auto reference = [&](bool int8) {
-        std::vector<double> xs(x.begin(), x.end());
-        if (int8)
-            for (int b = 0; b < B; ++b) as_int8_sees(&xs[b * C * H * W], C * H * W);
-        std::vector<float> y;
-        for (int b = 0; b < B; ++b)
-            for (int o = 0; o < O; ++o)
-                for (int i = 0; i < H; ++i)
-                    for (int j = 0; j < W; ++j) {
-                        double acc = bias[o];
-                        for (int c = 0; c < C; ++c)
-                            for (int di = 0; di < 3; ++di)
-                                for (int dj = 0; dj < 3; ++dj) {
-                                    const int ii = i + di - 1, jj = j + dj - 1;
-                                    if (ii < 0 || ii >= H || jj < 0 || jj >= W) continue;
-                                    acc += xs[((b * C + c) * H + ii) * W + jj] *
-                                           double(float(q[((o * C + c) * 3 + di) * 3 + dj]) * scales[o]);
-                                }
-                        y.push_back(static_cast<float>(acc));
+    for (const auto &[H, K] : {std::pair{8, 3}, std::pair{7, 3}, std::pair{5, 1}}) {
+        SCOPED_TRACE("height " + std::to_string(H) + ", kernel " + std::to_string(K));
+        constexpr int B = 2, C = 3, W = 6, O = 5;
+        const int P = K / 2; // padding
+        Scratch scratch("onnxstream-quant-test");
+        const std::string dir = scratch.path() + "/conv";
+        ::mkdir(dir.c_str(), 0755);
+        std::mt19937 rng(11);
+        std::uniform_int_distribution<int> qd(-127, 127);
+        std::uniform_real_distribution<float> sd(0.001f, 0.02f), xd(-0.5f, 1.5f);
+        std::vector<int8_t> q(O * C * K * K);
+        std::vector<float> scales(O), bias(O), x(B * C * H * W);
+        for (auto &v : q) v = static_cast<int8_t>(qd(rng));
+        for (auto &v : scales) v = sd(rng);
+        for (auto &v : bias) v = xd(rng);
+        for (auto &v : x) v = xd(rng);
+        // A bright spot in the first image's top row: with one scale per image it would coarsen every row.
+        x[2] = 40.0f;
+        write_file(dir + "/w_nchw.bin", q.data(), q.size());
+        write_file(dir + "/w_scales.bin", scales.data(), scales.size() * 4);
+        write_file(dir + "/b.bin", bias.data(), bias.size() * 4);
+        const std::string shape = "2,3," + std::to_string(H) + ",6", out_shape = "2,5," + std::to_string(H) + ",6";
+        const std::string k = std::to_string(K), p = std::to_string(P);
+        const std::string txt = "conv:Conv*input:x(" + shape + ");w_nchw.bin(int8[@w_scales.bin,0]:5,3," + k + "," +
+                                k + ");b.bin(float32:5)*output:y(" + out_shape + ")*kernel_shape:" + k + "," + k +
+                                ";pads:" + p + "," + p + "," + p + "," + p + "\n";
+        write_file(dir + "/model.txt", txt.data(), txt.size());
+        const int band = H % 2 == 0 ? 2 : 1;
+        const bool per_pixel = K == 1;
+        auto reference = [&](bool int8) {
+            std::vector<float> y(B * O * H * W);
+            for (int b = 0; b < B; ++b)
+                for (int i0 = 0; i0 < H; i0 += band) {
+                    // The input rows this band's kernel reaches, as int8 arithmetic sees them.
+                    const int r0 = std::max(i0 - P, 0), r1 = std::min(i0 + band + P, H);
+                    std::vector<double> seen;
+                    for (int c = 0; c < C; ++c)
+                        for (int r = r0; r < r1; ++r)
+                            for (int j = 0; j < W; ++j) seen.push_back(x[((b * C + c) * H + r) * W + j]);
+                    const size_t plane = static_cast<size_t>(r1 - r0) * W;
+                    if (int8 && !per_pixel) as_int8_sees(seen.data(), seen.size());
+                    for (size_t pixel = 0; int8 && per_pixel && pixel < plane; ++pixel) {
+                        std::vector<double> channels(C);
+                        for (int c = 0; c < C; ++c) channels[c] = seen[c * plane + pixel];
+                        as_int8_sees(channels.data(), C);
+                        for (int c = 0; c < C; ++c) seen[c * plane + pixel] = channels[c];
                     }
-        return y;
-    };
-    const std::vector<float> want = reference(false), want_int8 = reference(true);
-    const bool xnnpack_2024 = std::strstr(onnxstream_kernel_library(), "2024") != nullptr;
-    for (uint64_t chunk : {uint64_t(UINT64_MAX), uint64_t(64)}) {
-        SCOPED_TRACE("weight_chunk_bytes " + std::to_string(chunk));
-        uint64_t int8_ops = 0;
-        std::vector<float> got = run_one(dir, "x", {B, C, H, W}, x, "y", chunk, 0, &int8_ops);
-        ASSERT_EQ(got.size(), want.size());
-        EXPECT_EQ(int8_ops, xnnpack_2024 ? 1u : 0u);
-        Compare to_float = compare(got.data(), want.data(), got.size());
-        Compare to_int8 = compare(got.data(), want_int8.data(), got.size());
-        std::printf("conv chunk %llu: rel L2 vs float %.3g, vs int8 formula %.3g\n",
-                    static_cast<unsigned long long>(chunk), to_float.rel_l2, to_int8.rel_l2);
-        if (xnnpack_2024) {
-            EXPECT_LE(to_int8.rel_l2, 1e-4);
-            EXPECT_GE(to_float.rel_l2, 1e-4);
-        } else {
-            EXPECT_LE(to_float.rel_l2, 1e-5);
+                    auto at = [&](int c, int r, int j) { return seen[(c * (r1 - r0) + r - r0) * W + j]; };
+                    for (int o = 0; o < O; ++o)
+                        for (int i = i0; i < i0 + band; ++i)
+                            for (int j = 0; j < W; ++j) {
+                                double acc = bias[o];
+                                for (int c = 0; c < C; ++c)
+                                    for (int di = 0; di < K; ++di)
+                                        for (int dj = 0; dj < K; ++dj) {
+                                            const int ii = i + di - P, jj = j + dj - P;
+                                            if (ii < 0 || ii >= H || jj < 0 || jj >= W) continue;
+                                            acc += at(c, ii, jj) *
+                                                   double(float(q[((o * C + c) * K + di) * K + dj]) * scales[o]);
+                                        }
+                                y[((b * O + o) * H + i) * W + j] = static_cast<float>(acc);
+                            }
+                }
+            return y;
+        };
+        const std::vector<float> want = reference(false), want_int8 = reference(true);
+        const bool xnnpack_2024 = std::strstr(onnxstream_kernel_library(), "2024") != nullptr;
+        for (uint64_t chunk : {uint64_t(UINT64_MAX), uint64_t(64)}) {
+            SCOPED_TRACE("weight_chunk_bytes " + std::to_string(chunk));
+            uint64_t int8_ops = 0;
+            std::vector<float> got = run_one(dir, "x", {B, C, H, W}, x, "y", chunk, 0, &int8_ops);
+            ASSERT_EQ(got.size(), want.size());
+            EXPECT_EQ(int8_ops, xnnpack_2024 ? 1u : 0u);
+            Compare to_float = compare(got.data(), want.data(), got.size());
+            Compare to_int8 = compare(got.data(), want_int8.data(), got.size());
+            std::printf("conv height %d kernel %d chunk %llu: rel L2 vs float %.3g, vs int8 formula %.3g\n", H, K,
+                        static_cast<unsigned long long>(chunk), to_float.rel_l2, to_int8.rel_l2);
+            if (xnnpack_2024) {
+                EXPECT_LE(to_int8.rel_l2, 1e-4);
+                EXPECT_GE(to_float.rel_l2, 1e-4);
+            } else {
+                EXPECT_LE(to_float.rel_l2, 1e-5);
+            }
         }
     }
 }
