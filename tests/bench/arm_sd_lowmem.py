@@ -23,7 +23,9 @@ own cgroup of the same limit and keeps its result in WORK/<board>-<phase>.json; 
 worse of its two phases, and the image is the decode phase's (the split gives the same image as one process:
 tests/sd/sd_cli_test.py checks it). The decode phase keeps its decoded tiles in WORK/<board>-tiles (`sd
 --tile-cache`): a decode phase stopped part way resumes at its first missing tile when run again, and the
-board's decode figures are then those of all its runs (wall times added, the worse peaks).
+board's decode figures are then those of all its runs (wall times added, the worse peaks). A running phase
+writes its figures so far to WORK/<board>-<phase>.partial.json every minute, so a run that is killed still
+counts.
 
 usage: tests/bench/arm_sd_lowmem.py --build build [--arm build-arm64:aarch64,build-armhf:armhf] [--work DIR]
        [--onnx GEN_DIR] [--limit-mb 512] [--steps 1] [--threads 0] [--reuse-x86] [--phase all|generate|decode]
@@ -64,10 +66,12 @@ GUEST_SPACE = 0x100000000  # 4 GiB: the whole address space of a 32-bit guest, p
 class GuestRssSampler:
     """Samples the split of a qemu-user process's RSS into guest pages and qemu's own, keeping the peaks."""
 
-    def __init__(self, marker, period_s):
+    def __init__(self, marker, period_s, partial_path=None, cgroup=None, resumes=None):
         self.marker, self.period_s = marker, period_s
+        self.partial_path, self.cgroup, self.resumes = partial_path, cgroup, resumes
         self.guest_kb = self.qemu_kb = 0
         self.samples = 0
+        self.started = time.time()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -114,6 +118,18 @@ class GuestRssSampler:
         while not self._stop.wait(self.period_s):
             for pid in self._qemu_pids():
                 self._sample(pid)
+            if self.partial_path and self.samples and self.samples % 60 == 0:
+                self._write_partial()
+
+    def _write_partial(self):
+        """The figures so far, for a run that is stopped before it ends (then the next run merges them)."""
+        r = dict(self.report(), exit_code=-1, wall_seconds=round(time.time() - self.started, 1), peak_rss_mb=None,
+                 cgroup=self.cgroup.report() if self.cgroup else {})
+        if self.resumes:  # the killed runs this one resumes count too
+            r = dict(merge_resumed(self.resumes, r), exit_code=-1)
+        with open(self.partial_path + ".tmp", "w") as f:
+            json.dump(r, f, indent=1)
+        os.replace(self.partial_path + ".tmp", self.partial_path)
 
     def report(self):
         if not self.samples:
@@ -227,8 +243,11 @@ def main():
                                        "--tile-cache", os.path.join(work, f"{arch}-tiles")]}
         log(f"{arch} (qemu -cpu {a['cpu']}): sd --rpi-lowmem ({args.phase}) inside a {args.limit_mb} MB memory cgroup")
         cg = MemoryCgroup(args.limit_mb * 2**20)
+        partial = os.path.join(work, f"{arch}-{args.phase}.partial.json")
+        # A decode stopped before it ended: this run resumes its tiles, and its figures count.
+        killed = json.load(open(partial)) if args.phase == "decode" and os.path.exists(partial) else None
         try:
-            with GuestRssSampler(hex(GUEST_BASE).encode(), args.sample_s) as sampler:
+            with GuestRssSampler(hex(GUEST_BASE).encode(), args.sample_s, partial, cg, killed) as sampler:
                 err, wall, rss, rc = time_v(qemu + [os.path.join(build, "examples", "sd", "sd")] + phases[args.phase],
                                             os.path.join(logs, f"{arch}-{args.phase}.log"), cg.prefix())
             r = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss,
@@ -240,10 +259,12 @@ def main():
         if m:
             r["tiles_from_cache"] = int(m.group(1))
         phase_json = os.path.join(work, f"{arch}-{args.phase}.json")
-        if args.phase == "decode" and os.path.exists(phase_json):
-            previous = json.load(open(phase_json))
-            if previous["exit_code"] != 0 and r.get("tiles_from_cache"):  # this run resumed that one's tiles
+        if args.phase == "decode" and r.get("tiles_from_cache"):  # this run resumed an earlier one's tiles
+            previous = killed or (json.load(open(phase_json)) if os.path.exists(phase_json) else None)
+            if previous and previous["exit_code"] != 0:
                 r = merge_resumed(previous, r)
+        if os.path.exists(partial):
+            os.remove(partial)
         if args.phase != "all":
             with open(phase_json, "w") as f:
                 json.dump(r, f, indent=1)
