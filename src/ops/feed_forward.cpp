@@ -8,7 +8,8 @@
 // weights, and both stream in row chunks (RunContext::read_weight_rows) when they are over the chunk budget.
 //
 // Inputs: x [..., C] (float32/float16), W1t [2H, C], b1 [2H] (optional), W2 [H, N], b2 [N] (optional);
-// weights float32, float16 or per-channel 8-bit (widened per block). Output y [..., N], x's dtype.
+// weights float32, float16 or per-channel 8-bit (widened per block, or computed in int8 where the build
+// has XNNPACK's dynamically quantized kernels). Output y [..., N], x's dtype.
 // Attribute approximate: "none" (erf GELU, default) or "tanh", as Gelu's.
 #include <algorithm>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "ops/layout.h"
 #include "ops/registry.h"
 #include "tensor/half.h"
+#include "xnnpack/dynamic_quant.h"
 #include "xnnpack/matmul.h"
 
 namespace onnxstream {
@@ -111,13 +113,13 @@ const float *whole_f32(const RunContext &ctx, size_t wi, Tensor &holder) {
 // the weight rows each block reads when the weights stream. 0 budget (max-speed): the whole width at once.
 // (Half that width, 128 columns at 4096 tokens, made the feed-forward slower than unfused in `min`: each
 // block re-reads x and re-adds its [T, N] contribution to y.)
-int64_t block_width(const RunContext &ctx, int64_t tokens, int64_t h) {
+int64_t block_width(const RunContext &ctx, int64_t tokens, int64_t h, bool int8) {
     int64_t block = h;
     const size_t budget = ctx.options().weight_chunk_bytes;
     const size_t slice_row_bytes = sizeof(float) * static_cast<size_t>(std::max<int64_t>(tokens, 1));
     if (budget > 0) block = std::min<int64_t>(block, static_cast<int64_t>(budget / slice_row_bytes));
-    if (ctx.is_streamed(kW1)) block = std::min(block, ctx.weight_chunk_rows(kW1) / 2);
-    if (ctx.is_streamed(kW2)) block = std::min(block, ctx.weight_chunk_rows(kW2));
+    if (ctx.is_streamed(kW1)) block = std::min(block, ctx.weight_chunk_rows(kW1, !int8) / 2);
+    if (ctx.is_streamed(kW2)) block = std::min(block, ctx.weight_chunk_rows(kW2, !int8));
     // Whole SIMD tiles of XNNPACK's GEMM kernels where the budget allows.
     if (block < h && block > 16) block -= block % 16;
     return std::clamp<int64_t>(block, 1, std::max<int64_t>(h, 1));
@@ -138,6 +140,77 @@ void geglu_in_place(const RunContext &ctx, float *a, const float *g, size_t coun
         const float k = 0.7071067811865476f; // 1 / sqrt(2)
         for (size_t i = s; i < e; ++i) a[i] *= 0.5f * g[i] * (1.0f + std::erf(g[i] * k));
     });
+}
+
+// int8 arithmetic applies when both weights are per-channel int8 along the axes the converter writes (W1t's
+// rows, W2's columns) and the build and CPU have XNNPACK's dynamically quantized kernels.
+bool int8_arithmetic(const RunContext &ctx, int64_t h, int64_t n) {
+    auto per_channel = [&](size_t wi, int axis, int64_t count) {
+        const Tensor &w = ctx.input(wi);
+        const QuantParams &q = w.quant();
+        return w.dtype() == DType::I8 && q.present && q.axis == axis && q.channel_scales &&
+               q.channel_scales->size() == static_cast<size_t>(count);
+    };
+    return ctx.options().int8_weight_arithmetic && xnn::has_dynamic_quant_kernels() && per_channel(kW1, 0, 2 * h) &&
+           per_channel(kW2, 1, n);
+}
+
+// Rows [r0, r1) of int8 weight input wi: read from the provider when the weight streams, else a view into it.
+const int8_t *int8_rows(const RunContext &ctx, size_t wi, int64_t r0, int64_t r1, Tensor &holder) {
+    if (ctx.is_streamed(wi)) {
+        holder = ctx.read_weight_rows(wi, r0, r1);
+        return holder.data<int8_t>();
+    }
+    return ctx.input(wi).data<int8_t>() + r0 * ctx.input(wi).dim(1);
+}
+
+// The block loop of run_geglu_ffn in int8 arithmetic: x is quantized row by row once for every block of W1,
+// and each block's GEGLU activations row by row for that block's rows of W2 (the [K, N] chunks of a MatMul
+// weight, computed the same way). Returns false, having written nothing, when this CPU has no such kernel.
+bool run_blocks_int8(const RunContext &ctx, const float *xp, size_t m, int64_t c, int64_t h, int64_t n,
+                     int64_t block, const float *b1, const float *b2, bool tanh_approx, float *yp) {
+    const float *s1 = ctx.input(kW1).quant().channel_scales->data();
+    const float *s2 = ctx.input(kW2).quant().channel_scales->data();
+    const size_t k = static_cast<size_t>(c), nn = static_cast<size_t>(n);
+    const auto tokens = static_cast<int64_t>(m);
+    Tensor xq_buffer = ctx.scratch(DType::I8, {static_cast<int64_t>(m * k + xnn::kQuantizedSlack)});
+    Tensor hq_buffer = ctx.scratch(DType::I8, {static_cast<int64_t>(m) * block + static_cast<int64_t>(xnn::kQuantizedSlack)});
+    xnn::QuantizedRows xq, hq;
+    xq.values = xq_buffer.data<int8_t>();
+    hq.values = hq_buffer.data<int8_t>();
+    Tensor ha = ctx.scratch(DType::F32, {tokens, block}), hg = ctx.scratch(DType::F32, {tokens, block});
+    Tensor partial;
+    for (int64_t j0 = 0; j0 < h; j0 += block) {
+        const int64_t j1 = std::min(h, j0 + block);
+        const size_t w = static_cast<size_t>(j1 - j0);
+        for (const bool gate : {false, true}) {
+            const int64_t r0 = gate ? h + j0 : j0;
+            Tensor rows;
+            auto fc = xnn::FullyConnectedQd8::create(k, w, int8_rows(ctx, kW1, r0, r0 + (j1 - j0), rows), false,
+                                                     s1 + r0, b1 ? b1 + r0 : nullptr, w);
+            if (!fc) return false; // only the first block can get here: nothing written yet
+            if (j0 == 0 && !gate) xnn::quantize_rows(m, k, xp, k, xq, ctx.pool());
+            fc->run(m, xq, (gate ? hg : ha).data<float>(), ctx.pool());
+        }
+        geglu_in_place(ctx, ha.data<float>(), hg.data<float>(), m * w, tanh_approx);
+        xnn::quantize_rows(m, w, ha.data<float>(), w, hq, ctx.pool());
+        Tensor rows;
+        auto fc = xnn::FullyConnectedQd8::create(w, nn, int8_rows(ctx, kW2, j0, j1, rows), true, s2,
+                                                 j0 == 0 ? b2 : nullptr, nn);
+        if (!fc) return false; // as above
+        if (j0 == 0) {
+            fc->run(m, hq, yp, ctx.pool());
+            continue;
+        }
+        if (partial.empty()) partial = ctx.scratch(DType::F32, {tokens, n});
+        float *p = partial.data<float>();
+        fc->run(m, hq, p, ctx.pool());
+        parallel_for(ctx.pool(), m * nn, 1 << 15, [&](size_t s, size_t e) {
+            for (size_t i = s; i < e; ++i) yp[i] += p[i];
+        });
+    }
+    ctx.count_int8();
+    return true;
 }
 
 void run_geglu_ffn(RunContext &ctx) {
@@ -162,7 +235,12 @@ void run_geglu_ffn(RunContext &ctx) {
     Tensor x_holder;
     const float *xp = as_f32(ctx, x, x_holder);
     const bool tanh_approx = ctx.attrs().get_string("approximate", "none") == "tanh";
-    const int64_t block = block_width(ctx, tokens, h);
+    if (int8_arithmetic(ctx, h, n) && run_blocks_int8(ctx, xp, static_cast<size_t>(tokens), c, h, n,
+                                                      block_width(ctx, tokens, h, true), b1, b2, tanh_approx, yp)) {
+        if (!y_holder.empty()) store_f32_output(ctx, y, y_holder);
+        return;
+    }
+    const int64_t block = block_width(ctx, tokens, h, false);
     Tensor w1_holder, w2_holder;
     const float *w1_whole = whole_f32(ctx, kW1, w1_holder), *w2_whole = whole_f32(ctx, kW2, w2_holder);
     const size_t m = static_cast<size_t>(tokens);

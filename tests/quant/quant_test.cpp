@@ -462,6 +462,81 @@ TEST(HandWritten, PerChannelInt8Conv) {
     }
 }
 
+// GegluFeedForward with per-channel int8 weights (W1t [2H, C] along its rows, W2 [H, N] along its columns, as
+// the converter writes them): int8 arithmetic quantizes each row of x for W1, and each row of the GEGLU
+// activations for W2. Whole (one block of hidden columns), against that formula in float64; in small
+// weight chunks (several blocks, each quantizing its own activation columns), against the float model.
+TEST(HandWritten, PerChannelInt8Geglu) {
+    constexpr int T = 5, C = 32, H = 40, N = 24;
+    Scratch scratch("onnxstream-quant-test");
+    const std::string dir = scratch.path() + "/geglu";
+    ::mkdir(dir.c_str(), 0755);
+    std::mt19937 rng(13);
+    std::uniform_int_distribution<int> qd(-127, 127);
+    std::uniform_real_distribution<float> sd(0.002f, 0.02f), xd(-1.0f, 1.0f);
+    std::vector<int8_t> q1(2 * H * C), q2(H * N);
+    std::vector<float> s1(2 * H), s2(N), b1(2 * H), b2(N), x(T * C);
+    for (auto &v : q1) v = static_cast<int8_t>(qd(rng));
+    for (auto &v : q2) v = static_cast<int8_t>(qd(rng));
+    for (auto *vec : {&s1, &s2}) for (auto &v : *vec) v = sd(rng);
+    for (auto *vec : {&b1, &b2, &x}) for (auto &v : *vec) v = xd(rng);
+    write_file(dir + "/w1.bin", q1.data(), q1.size());
+    write_file(dir + "/w1_scales.bin", s1.data(), s1.size() * 4);
+    write_file(dir + "/w2.bin", q2.data(), q2.size());
+    write_file(dir + "/w2_scales.bin", s2.data(), s2.size() * 4);
+    write_file(dir + "/b1.bin", b1.data(), b1.size() * 4);
+    write_file(dir + "/b2.bin", b2.data(), b2.size() * 4);
+    const std::string txt = "ff:GegluFeedForward*input:x(5,32);w1.bin(int8[@w1_scales.bin,0]:80,32);"
+                            "b1.bin(float32:80);w2.bin(int8[@w2_scales.bin,1]:40,24);b2.bin(float32:24)"
+                            "*output:y(5,24)\n";
+    write_file(dir + "/model.txt", txt.data(), txt.size());
+    auto reference = [&](bool int8) {
+        std::vector<float> y;
+        for (int t = 0; t < T; ++t) {
+            std::vector<double> xr(&x[t * C], &x[t * C] + C), a(H);
+            if (int8) as_int8_sees(xr.data(), C);
+            auto hidden = [&](int r) {
+                double acc = b1[r];
+                for (int k = 0; k < C; ++k) acc += xr[k] * double(float(q1[r * C + k]) * s1[r]);
+                return static_cast<double>(static_cast<float>(acc));
+            };
+            for (int j = 0; j < H; ++j) {
+                const double g = hidden(H + j);
+                a[j] = hidden(j) * 0.5 * g * (1.0 + std::erf(g / std::sqrt(2.0)));
+            }
+            if (int8) as_int8_sees(a.data(), H);
+            for (int n = 0; n < N; ++n) {
+                double acc = b2[n];
+                for (int j = 0; j < H; ++j) acc += a[j] * double(float(q2[j * N + n]) * s2[n]);
+                y.push_back(static_cast<float>(acc));
+            }
+        }
+        return y;
+    };
+    const std::vector<float> want = reference(false), want_int8 = reference(true);
+    const Compare apart = compare(want_int8.data(), want.data(), want.size());
+    const bool xnnpack_2024 = std::strstr(onnxstream_kernel_library(), "2024") != nullptr;
+    for (uint64_t chunk : {uint64_t(UINT64_MAX), uint64_t(320)}) {
+        SCOPED_TRACE("weight_chunk_bytes " + std::to_string(chunk));
+        uint64_t int8_ops = 0;
+        std::vector<float> got = run_one(dir, "x", {T, C}, x, "y", chunk, 0, &int8_ops);
+        ASSERT_EQ(got.size(), want.size());
+        EXPECT_EQ(int8_ops, xnnpack_2024 ? 1u : 0u);
+        Compare to_float = compare(got.data(), want.data(), got.size());
+        Compare to_int8 = compare(got.data(), want_int8.data(), got.size());
+        std::printf("geglu chunk %llu: rel L2 vs float %.3g, vs int8 formula %.3g (formula vs float %.3g)\n",
+                    static_cast<unsigned long long>(chunk), to_float.rel_l2, to_int8.rel_l2, apart.rel_l2);
+        if (!xnnpack_2024) {
+            EXPECT_LE(to_float.rel_l2, 1e-5);
+        } else if (chunk == UINT64_MAX) {
+            EXPECT_LE(to_int8.rel_l2, 1e-4);
+            EXPECT_GE(to_float.rel_l2, 1e-4); // it did quantize the activations
+        } else {
+            EXPECT_LE(to_float.rel_l2, apart.rel_l2 * 2);
+        }
+    }
+}
+
 TEST(HandWritten, ScalesFileOfTheWrongSize) {
     Scratch scratch("onnxstream-quant-test");
     PerChannelFolder f(scratch);
