@@ -59,15 +59,17 @@ ARCHES = {
 }
 
 
-GUEST_BASE = 0x100000000000
+# Each architecture's guest base is its own, so the boards' runs can go at the same time without one
+# sampler counting the other's qemu (the sampler finds its qemu by the base on its command line).
+GUEST_BASES = {"aarch64": 0x100000000000, "armhf": 0x200000000000}
 GUEST_SPACE = 0x100000000  # 4 GiB: the whole address space of a 32-bit guest, plenty for sd on aarch64
 
 
 class GuestRssSampler:
     """Samples the split of a qemu-user process's RSS into guest pages and qemu's own, keeping the peaks."""
 
-    def __init__(self, marker, period_s, partial_path=None, cgroup=None, resumes=None):
-        self.marker, self.period_s = marker, period_s
+    def __init__(self, base, period_s, partial_path=None, cgroup=None, resumes=None):
+        self.base, self.marker, self.period_s = base, hex(base).encode(), period_s
         self.partial_path, self.cgroup, self.resumes = partial_path, cgroup, resumes
         self.guest_kb = self.qemu_kb = 0
         self.samples = 0
@@ -102,7 +104,7 @@ class GuestRssSampler:
                 for line in f:
                     if line[0] in "0123456789abcdef" and "-" in line.split(" ", 1)[0]:
                         lo = int(line.split("-", 1)[0], 16)
-                        inside = GUEST_BASE <= lo < GUEST_BASE + GUEST_SPACE
+                        inside = self.base <= lo < self.base + GUEST_SPACE
                     elif line.startswith("Rss:"):
                         kb = int(line.split()[1])
                         if inside:
@@ -227,7 +229,7 @@ def main():
     for entry in args.arm.split(","):
         build, arch = entry.split(":")
         a = ARCHES[arch]
-        qemu = [a["qemu"], "-cpu", a["cpu"], "-L", a["sysroot"], "-B", hex(GUEST_BASE), "-R", hex(GUEST_SPACE)]
+        qemu = [a["qemu"], "-cpu", a["cpu"], "-L", a["sysroot"], "-B", hex(GUEST_BASES[arch]), "-R", hex(GUEST_SPACE)]
         # qemu's own footprint: an empty program of the same architecture under the same qemu.
         empty = os.path.join(work, f"empty_{arch}")
         with open(empty + ".c", "w") as f:
@@ -247,7 +249,7 @@ def main():
         # A decode stopped before it ended: this run resumes its tiles, and its figures count.
         killed = json.load(open(partial)) if args.phase == "decode" and os.path.exists(partial) else None
         try:
-            with GuestRssSampler(hex(GUEST_BASE).encode(), args.sample_s, partial, cg, killed) as sampler:
+            with GuestRssSampler(GUEST_BASES[arch], args.sample_s, partial, cg, killed) as sampler:
                 err, wall, rss, rc = time_v(qemu + [os.path.join(build, "examples", "sd", "sd")] + phases[args.phase],
                                             os.path.join(logs, f"{arch}-{args.phase}.log"), cg.prefix())
             r = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss,
