@@ -11,8 +11,9 @@ and whether the PNG equals the x86 build's for the same seed (else the largest p
 
 qemu's overhead grows with the program it runs (translated code, its page tables), so an empty program
 understates it. The guest's own RSS is therefore also measured: qemu runs with a fixed guest base (-B) and a
-4 GiB guest address space (-R), so every guest page lies in [base, base + 4 GiB) of the qemu process, and
-/proc/PID/smaps is sampled every --sample-s seconds (default 1 s; emulation is slow, so peaks last far longer):
+4 GiB guest address space (-R for aarch64; qemu-arm reserves it for a 32-bit guest), so every guest page lies
+in [base, base + 4 GiB) of the qemu process, and /proc/PID/smaps is sampled every --sample-s seconds (default
+1 s; emulation is slow, so peaks last far longer):
 `guest peak MB` is the largest sum of the Rss of the mappings in that range, the figure to set beside the x86
 build's peak RSS, and `qemu peak MB` the largest sum of the others.
 
@@ -62,7 +63,7 @@ ARCHES = {
 # Each architecture's guest base is its own, so the boards' runs can go at the same time without one
 # sampler counting the other's qemu (the sampler finds its qemu by the base on its command line).
 GUEST_BASES = {"aarch64": 0x100000000000, "armhf": 0x200000000000}
-GUEST_SPACE = 0x100000000  # 4 GiB: the whole address space of a 32-bit guest, plenty for sd on aarch64
+GUEST_SPACE = 0x100000000  # 4 GiB: a 32-bit guest's whole address space, plenty for sd on aarch64
 
 
 class GuestRssSampler:
@@ -229,7 +230,9 @@ def main():
     for entry in args.arm.split(","):
         build, arch = entry.split(":")
         a = ARCHES[arch]
-        qemu = [a["qemu"], "-cpu", a["cpu"], "-L", a["sysroot"], "-B", hex(GUEST_BASES[arch]), "-R", hex(GUEST_SPACE)]
+        qemu = [a["qemu"], "-cpu", a["cpu"], "-L", a["sysroot"], "-B", hex(GUEST_BASES[arch])]
+        if arch == "aarch64":  # qemu-arm reserves a 32-bit guest's 4 GiB itself (and asserts when given -R)
+            qemu += ["-R", hex(GUEST_SPACE)]
         # qemu's own footprint: an empty program of the same architecture under the same qemu.
         empty = os.path.join(work, f"empty_{arch}")
         with open(empty + ".c", "w") as f:
