@@ -35,6 +35,7 @@ const Registry &Registry::builtin() {
         register_conv_integer_ops(r);
         register_grid_sample_ops(r);
         register_control_flow_ops(r);
+        register_loss_ops(r);
         return r;
     }();
     return registry;

@@ -59,5 +59,6 @@ void register_quantize_linear_ops(Registry &r); // ops/quantize_linear.cpp
 void register_conv_integer_ops(Registry &r);    // ops/conv_integer.cpp
 void register_grid_sample_ops(Registry &r);     // ops/grid_sample.cpp
 void register_control_flow_ops(Registry &r);    // ops/control_flow.cpp
+void register_loss_ops(Registry &r);            // ops/loss.cpp
 
 } // namespace onnxstream
