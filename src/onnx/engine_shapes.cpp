@@ -95,10 +95,13 @@ std::string why_no_static_shape(const IrGraph &g, const Node &n) {
     if (engine_infer(g, n, *def, alloc, &why)) return "";
     // An op that took the declared-shape fallback: name the computed input its shape comes from.
     if (why.find("(-1)") != std::string::npos || why.rfind("its output shape", 0) == 0) {
-        for (size_t k = 1; k < n.inputs.size(); ++k) {
-            const ValueType *t = n.inputs[k].empty() || g.is_constant(n.inputs[k]) ? nullptr : g.type_of(n.inputs[k]);
-            if (t && (t->elem_type == kOnnxInt64 || t->elem_type == kOnnxInt32))
-                return cat("its output shape comes from the values of '", n.inputs[k],
+        // Input 0 is usually the data (Reshape's, Compress's), so it comes last; it is the size itself for ops
+        // with one input (the window functions). Bool inputs are masks (Compress's condition).
+        for (size_t j = 1; j <= n.inputs.size(); ++j) {
+            const std::string &in = n.inputs[j % n.inputs.size()];
+            const ValueType *t = in.empty() || g.is_constant(in) ? nullptr : g.type_of(in);
+            if (t && (t->elem_type == kOnnxInt64 || t->elem_type == kOnnxInt32 || t->elem_type == kOnnxBool))
+                return cat("its output shape comes from the values of '", in,
                            "', which are computed at run time; fix the values it depends on (--input-value)");
         }
         return "its output shape depends on input values known only at run time";

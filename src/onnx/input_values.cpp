@@ -28,7 +28,11 @@ bool encode(int32_t type, const std::string &text, std::string &bytes) {
         return true;
     }
     int64_t v = 0;
-    if (!parse_int64(text, v)) return false;
+    // numpy and Python print booleans as True/False.
+    if (type == kOnnxBool && (text == "True" || text == "true" || text == "False" || text == "false"))
+        v = text[0] == 'T' || text[0] == 't';
+    else if (!parse_int64(text, v))
+        return false;
     switch (type) {
     case kOnnxInt64: append(bytes, v); return true;
     case kOnnxInt32:

@@ -197,6 +197,38 @@ void run_thresholded_relu(RunContext &ctx) {
     });
 }
 
+// Shrink: x + bias below -lambd, x - bias above lambd, 0 between. Integers compute in float and truncate toward
+// zero, as ONNX Runtime does.
+std::vector<TensorInfo> infer_shrink(const InferContext &ctx) {
+    ctx.attrs().get_float("bias", 0.0f);
+    ctx.attrs().get_float("lambd", 0.5f);
+    return infer_same_as_input(ctx, {DType::F32, DType::F16, DType::I64, DType::I32, DType::I8, DType::U8});
+}
+
+void run_shrink(RunContext &ctx) {
+    const float bias = ctx.attrs().get_float("bias", 0.0f), lambd = ctx.attrs().get_float("lambd", 0.5f);
+    const Tensor &x = ctx.input(0);
+    if (is_float(x.dtype())) {
+        float_loop(ctx, [bias, lambd](const float *in, float *out, size_t n) {
+            for (size_t i = 0; i < n; ++i)
+                out[i] = in[i] < -lambd ? in[i] + bias : in[i] > lambd ? in[i] - bias : 0.0f;
+        });
+        return;
+    }
+    Tensor &y = ctx.alloc_output(0);
+    dispatch_signed(x.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const T *a = x.data<T>();
+        T *b = y.data<T>();
+        parallel_for(ctx.pool(), static_cast<size_t>(x.numel()), kElementwiseTile, [&](size_t s, size_t e) {
+            for (size_t i = s; i < e; ++i) {
+                const float v = static_cast<float>(a[i]);
+                b[i] = v < -lambd ? static_cast<T>(v + bias) : v > lambd ? static_cast<T>(v - bias) : T(0);
+            }
+        });
+    });
+}
+
 // --------------------------------------------------------------------------------------------------------
 // PRelu: the slope broadcasts unidirectionally to X (per channel (C,1,1) in NCHW models).
 
@@ -297,6 +329,7 @@ void register_activation_ops(Registry &r) {
     r.add("Softsign", infer_float_act, run_softsign);
     r.add("Mish", infer_float_act, run_mish);
     r.add("ThresholdedRelu", infer_float_act, run_thresholded_relu);
+    r.add("Shrink", infer_shrink, run_shrink);
     r.add("PRelu", infer_prelu, run_prelu);
     r.add("Clip", infer_clip, run_clip);
 }

@@ -1,6 +1,6 @@
-// Index-driven data movement: Gather, GatherElements, GatherND, ScatterND, ScatterElements. Indices are checked at run time
-// (negative ones count from the end); an index outside its axis is an INVALID_ARGUMENT error since it
-// usually comes from the data being processed.
+// Index-driven data movement: Gather, GatherElements, GatherND, ScatterND, ScatterElements, Compress,
+// ReverseSequence. Indices are checked at run time (negative ones count from the end); an index outside its axis
+// is an INVALID_ARGUMENT error since it usually comes from the data being processed.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -492,6 +492,156 @@ void scatter_elements_run(RunContext &ctx) {
     }
 }
 
+// ---- Compress ----
+// Keeps the slices along `axis` (of the flattened input without one) whose condition element is true; a
+// condition shorter than the axis drops the rest, as numpy.compress does. The output length is the number of
+// true values: known while planning when the condition is a weight (or pinned with --input-value), else
+// model.txt's declared shape, checked when the op runs.
+
+struct CompressDims {
+    int64_t outer = 1, axis_len = 0, inner = 1;
+};
+
+CompressDims compress_dims(const std::string &where, const Attributes &attrs, const Shape &data) {
+    CompressDims d;
+    if (!attrs.has("axis")) {
+        d.axis_len = shape_numel(data);
+        return d;
+    }
+    const int64_t rank = static_cast<int64_t>(data.size());
+    if (rank == 0) invalid(where, "a scalar input has no axis to compress along");
+    const size_t axis = static_cast<size_t>(normalize_axis(where, attrs.require_int("axis"), rank));
+    for (size_t i = 0; i < data.size(); ++i)
+        if (i < axis) d.outer *= data[i];
+        else if (i > axis) d.inner *= data[i];
+    d.axis_len = data[axis];
+    return d;
+}
+
+// Indices of the true elements of condition; a condition longer than the axis is an error of `status`.
+std::vector<int64_t> kept_indices(const std::string &where, Status status, const Tensor &cond, int64_t axis_len) {
+    if (cond.numel() > axis_len)
+        fail(status, where, ": condition has ", cond.numel(), " elements but the axis it selects from has only ",
+             axis_len);
+    std::vector<int64_t> kept;
+    const uint8_t *c = cond.data<uint8_t>();
+    for (int64_t i = 0; i < cond.numel(); ++i)
+        if (c[i]) kept.push_back(i);
+    return kept;
+}
+
+Shape compress_shape(const Attributes &attrs, const Shape &data, int64_t kept, const std::string &where) {
+    if (!attrs.has("axis")) return {kept};
+    Shape out = data;
+    out[static_cast<size_t>(normalize_axis(where, attrs.require_int("axis"), static_cast<int64_t>(data.size())))] =
+        kept;
+    return out;
+}
+
+std::vector<TensorInfo> compress_infer(const InferContext &ctx) {
+    ctx.require_inputs(2, 2);
+    ctx.require_dtype(1, {DType::Bool});
+    const TensorInfo &data = ctx.input(0);
+    const Shape &cs = ctx.input(1).shape;
+    if (cs.size() != 1) ctx.error("condition must be 1-D, got shape ", shape_str(cs));
+    const CompressDims d = compress_dims(ctx.node.where, ctx.attrs(), data.shape);
+    if (cs[0] > d.axis_len)
+        ctx.error("condition has ", cs[0], " elements but the axis it selects from has only ", d.axis_len);
+    if (const Tensor *cond = ctx.constant(1)) {
+        const auto kept = kept_indices(ctx.node.where, ONNXSTREAM_ERR_INVALID_MODEL, *cond, d.axis_len);
+        return {info_like(data, compress_shape(ctx.attrs(), data.shape, static_cast<int64_t>(kept.size()),
+                                               ctx.node.where))};
+    }
+    const Shape &declared = ctx.declared_shape(0);
+    const Shape rank_like = compress_shape(ctx.attrs(), data.shape, 0, ctx.node.where);
+    if (declared.size() != rank_like.size())
+        ctx.error("model.txt declares output shape ", shape_str(declared), " but Compress gives rank ", rank_like.size());
+    return {info_like(data, declared)};
+}
+
+void compress_run(RunContext &ctx) {
+    const Tensor &data = ctx.input(0);
+    const CompressDims d = compress_dims(ctx.node.where, ctx.attrs(), data.shape());
+    const std::vector<int64_t> kept =
+        kept_indices(ctx.node.where, ONNXSTREAM_ERR_INVALID_ARGUMENT, ctx.input(1), d.axis_len);
+    const int64_t m = static_cast<int64_t>(kept.size());
+    Tensor &out = ctx.alloc_output(0, data.dtype(), compress_shape(ctx.attrs(), data.shape(), m, ctx.node.where));
+    out.set_quant(data.quant());
+    const size_t block = static_cast<size_t>(d.inner) * dtype_size(data.dtype());
+    const size_t items = static_cast<size_t>(d.outer * m);
+    if (items == 0 || block == 0) return;
+    const char *src = static_cast<const char *>(data.raw());
+    char *dst = static_cast<char *>(out.raw());
+    parallel_for(ctx.pool(), items, task_tile(block), [&](size_t b, size_t e) {
+        for (size_t it = b; it < e; ++it) {
+            const int64_t o = static_cast<int64_t>(it) / m, j = static_cast<int64_t>(it) % m;
+            std::memcpy(dst + it * block, src + static_cast<size_t>(o * d.axis_len + kept[static_cast<size_t>(j)]) * block,
+                        block);
+        }
+    });
+}
+
+// ---- ReverseSequence ----
+// Input (time, batch, ...) or (batch, time, ...): for batch entry b the first sequence_lens[b] time steps come
+// out reversed, the rest as they were. A length outside 0..time is INVALID_ARGUMENT (lengths are data).
+
+struct SequenceAxes {
+    size_t time, batch;
+};
+
+SequenceAxes sequence_axes(const std::string &where, const Attributes &attrs) {
+    const int64_t t = attrs.get_int("time_axis", 0), b = attrs.get_int("batch_axis", 1);
+    if ((t != 0 && t != 1) || (b != 0 && b != 1) || t == b)
+        invalid(where, "time_axis ", t, " and batch_axis ", b, " must be 0 and 1 in either order");
+    return SequenceAxes{static_cast<size_t>(t), static_cast<size_t>(b)};
+}
+
+void check_lengths(const std::string &where, Status status, const std::vector<int64_t> &lens, int64_t time) {
+    for (size_t b = 0; b < lens.size(); ++b)
+        if (lens[b] < 0 || lens[b] > time)
+            fail(status, where, ": sequence_lens[", b, "] is ", lens[b], "; expected 0..", time,
+                 " (the length of the time axis)");
+}
+
+std::vector<TensorInfo> reverse_sequence_infer(const InferContext &ctx) {
+    ctx.require_inputs(2, 2);
+    ctx.require_dtype(1, {DType::I64});
+    const TensorInfo &x = ctx.input(0);
+    if (x.shape.size() < 2) ctx.error("input has shape ", shape_str(x.shape), "; expected rank 2 or more");
+    const SequenceAxes ax = sequence_axes(ctx.node.where, ctx.attrs());
+    const Shape &ls = ctx.input(1).shape;
+    if (ls != Shape{x.shape[ax.batch]})
+        ctx.error("sequence_lens has shape ", shape_str(ls), "; expected (", x.shape[ax.batch],
+                  "), one length per batch entry");
+    if (const Tensor *t = ctx.constant(1))
+        check_lengths(ctx.node.where, ONNXSTREAM_ERR_INVALID_MODEL, int_values(*t), x.shape[ax.time]);
+    return {info_like(x, x.shape)};
+}
+
+void reverse_sequence_run(RunContext &ctx) {
+    const Tensor &x = ctx.input(0);
+    const SequenceAxes ax = sequence_axes(ctx.node.where, ctx.attrs());
+    const int64_t time = x.dim(ax.time), batch = x.dim(ax.batch);
+    const std::vector<int64_t> lens = int_values(ctx.input(1));
+    check_lengths(ctx.node.where, ONNXSTREAM_ERR_INVALID_ARGUMENT, lens, time);
+    Tensor &out = alloc_like_input(ctx);
+    const size_t block = static_cast<size_t>(x.numel() / std::max<int64_t>(time * batch, 1)) * dtype_size(x.dtype());
+    if (x.numel() == 0) return;
+    // Offset (in blocks) of step t of batch entry b in either axis order.
+    auto at = [&](int64_t t, int64_t b) { return static_cast<size_t>(ax.time == 0 ? t * batch + b : b * time + t); };
+    const char *src = static_cast<const char *>(x.raw());
+    char *dst = static_cast<char *>(out.raw());
+    parallel_for(ctx.pool(), static_cast<size_t>(batch), 1, [&](size_t begin, size_t end) {
+        for (size_t bi = begin; bi < end; ++bi) {
+            const int64_t b = static_cast<int64_t>(bi), len = lens[bi];
+            for (int64_t t = 0; t < time; ++t) {
+                const int64_t from = t < len ? len - 1 - t : t;
+                std::memcpy(dst + at(t, b) * block, src + at(from, b) * block, block);
+            }
+        }
+    });
+}
+
 } // namespace
 
 } // namespace shapeops
@@ -503,6 +653,8 @@ void register_gather_scatter_ops(Registry &r) {
     r.add("GatherND", gather_nd_infer, gather_nd_run);
     r.add("ScatterND", scatter_nd_infer, scatter_nd_run);
     r.add("ScatterElements", scatter_elements_infer, scatter_elements_run);
+    r.add("Compress", compress_infer, compress_run);
+    r.add("ReverseSequence", reverse_sequence_infer, reverse_sequence_run);
 }
 
 } // namespace onnxstream

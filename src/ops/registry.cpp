@@ -36,6 +36,8 @@ const Registry &Registry::builtin() {
         register_grid_sample_ops(r);
         register_control_flow_ops(r);
         register_loss_ops(r);
+        register_lrn_mvn_ops(r);
+        register_window_function_ops(r);
         return r;
     }();
     return registry;

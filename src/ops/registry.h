@@ -60,5 +60,7 @@ void register_conv_integer_ops(Registry &r);    // ops/conv_integer.cpp
 void register_grid_sample_ops(Registry &r);     // ops/grid_sample.cpp
 void register_control_flow_ops(Registry &r);    // ops/control_flow.cpp
 void register_loss_ops(Registry &r);            // ops/loss.cpp
+void register_lrn_mvn_ops(Registry &r);         // ops/lrn_mvn.cpp
+void register_window_function_ops(Registry &r); // ops/window_functions.cpp
 
 } // namespace onnxstream

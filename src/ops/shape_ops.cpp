@@ -255,6 +255,29 @@ struct FillValue {
     unsigned char bytes[8] = {};
 };
 
+// A dtype attribute: an ONNX TensorProto data type number (as the converter writes it) or a model.txt dtype name.
+DType dtype_attr(const std::string &where, const std::string &text) {
+    int64_t onnx_type = 0;
+    DType dt = DType::F32;
+    if (!parse_int64(text, onnx_type)) {
+        if (!parse_dtype(text, dt))
+            invalid(where, "attribute 'dtype' is '", text, "', expected a dtype name such as float32 or int64");
+        return dt;
+    }
+    switch (onnx_type) {
+    case 1: return DType::F32;
+    case 2: return DType::U8;
+    case 3: return DType::I8;
+    case 6: return DType::I32;
+    case 7: return DType::I64;
+    case 9: return DType::Bool;
+    case 10: return DType::F16;
+    default:
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": dtype ", onnx_type,
+             " is not supported (ONNX data types 1, 2, 3, 6, 7, 9, 10)");
+    }
+}
+
 FillValue constant_of_shape_value(const std::string &where, const Attributes &attrs) {
     FillValue v;
     const std::string *text = attrs.raw("value");
@@ -269,23 +292,7 @@ FillValue constant_of_shape_value(const std::string &where, const Attributes &at
     if (int_text || is_bool_text) as_double = static_cast<double>(as_int);
 
     if (const std::string *d = attrs.raw("dtype")) {
-        int64_t onnx_type = 0;
-        if (parse_int64(*d, onnx_type)) {
-            switch (onnx_type) {
-            case 1: v.dtype = DType::F32; break;
-            case 2: v.dtype = DType::U8; break;
-            case 3: v.dtype = DType::I8; break;
-            case 6: v.dtype = DType::I32; break;
-            case 7: v.dtype = DType::I64; break;
-            case 9: v.dtype = DType::Bool; break;
-            case 10: v.dtype = DType::F16; break;
-            default:
-                fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": dtype ", onnx_type,
-                     " is not supported (ONNX data types 1, 2, 3, 6, 7, 9, 10)");
-            }
-        } else if (!parse_dtype(*d, v.dtype)) {
-            invalid(where, "attribute 'dtype' is '", *d, "', expected a dtype name such as float32 or int64");
-        }
+        v.dtype = dtype_attr(where, *d);
     } else if (is_bool_text) {
         v.dtype = DType::Bool;
     } else if (int_text) {
@@ -318,6 +325,34 @@ void constant_of_shape_run(RunContext &ctx) {
     Shape shape = checked_shape(ctx.node.where, int_values(ctx.input(0)), "shape");
     Tensor &out = ctx.alloc_output(0, v.dtype, shape);
     fill_elements(out.raw(), static_cast<size_t>(out.numel()), v.bytes, dtype_size(v.dtype));
+}
+
+// ---- EyeLike ----
+// A 2-D tensor of input 0's shape with ones on diagonal k (k > 0 above the main one), in attribute dtype or
+// input 0's dtype. Input 0's values are never read.
+
+std::vector<TensorInfo> eye_like_infer(const InferContext &ctx) {
+    ctx.require_inputs(1, 1);
+    const TensorInfo &x = ctx.input(0);
+    if (x.shape.size() != 2) ctx.error("input has shape ", shape_str(x.shape), "; EyeLike takes a 2-D tensor");
+    ctx.attrs().get_int("k", 0);
+    const std::string *d = ctx.attrs().raw("dtype");
+    return {TensorInfo{d ? dtype_attr(ctx.node.where, *d) : x.dtype, x.shape, {}}};
+}
+
+void eye_like_run(RunContext &ctx) {
+    Tensor &out = ctx.alloc_output(0);
+    const int64_t rows = out.dim(0), cols = out.dim(1), k = ctx.attrs().get_int("k", 0);
+    const size_t esz = dtype_size(out.dtype());
+    std::memset(out.raw(), 0, static_cast<size_t>(out.numel()) * esz);
+    unsigned char one[8] = {};
+    store_scalar(out.dtype(), 1.0, one);
+    char *dst = static_cast<char *>(out.raw());
+    // Row r has its one at column r + k; rows whose column falls outside [0, cols) have none (and a k beyond
+    // either dimension leaves the whole tensor zero, without forming r + k for absurd k).
+    const int64_t first = std::max<int64_t>(0, k < -rows ? rows : -k);
+    for (int64_t r = first; r < rows && k < cols && r + k < cols; ++r)
+        std::memcpy(dst + static_cast<size_t>(r * cols + r + k) * esz, one, esz);
 }
 
 // ---- Range ----
@@ -571,6 +606,7 @@ void register_shape_ops(Registry &r) {
     r.add("Size", size_infer, size_run);
     r.add("ConstantOfShape", constant_of_shape_infer, constant_of_shape_run);
     r.add("Range", range_infer, range_run);
+    r.add("EyeLike", eye_like_infer, eye_like_run);
     r.add("Trilu", trilu_infer, trilu_run);
     r.add("OneHot", one_hot_infer, one_hot_run);
 }

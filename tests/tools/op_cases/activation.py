@@ -139,3 +139,21 @@ add("prelu_big", "PRelu", [rand(1, 16, 64, 64, low=-3.0, high=3.0),
 add("prelu_opset9", "PRelu", [rand(2, 3, 4, 5, low=-3.0, high=3.0), weight(rand(3, 1, 1))], opset=9)
 add("clip6_edges", "Clip", [const(np.array([np.inf, -np.inf, 0.0, 5.0, np.nan], "float32"), "float32")],
     attrs=dict(min=-1.0, max=1.0), opset=6)
+
+# Shrink (opset 9): hard (bias 0) and soft shrink, the default lambd 0.5, a negative bias, edges, integers
+# (computed in float, truncated toward zero), float16.
+add("shrink_default", "Shrink", [rand(4, 5, low=-2.0, high=2.0)], opset=9)
+add("shrink_hard", "Shrink", [rand(3, 4, 5, low=-3.0, high=3.0)], attrs=dict(lambd=1.5), opset=9)
+add("shrink_soft", "Shrink", [rand(3, 4, 5, low=-3.0, high=3.0)], attrs=dict(lambd=1.5, bias=1.5), opset=9)
+add("shrink_bias_neg", "Shrink", [rand(4, 5, low=-3.0, high=3.0)], attrs=dict(lambd=0.25, bias=-0.75), opset=9)
+add("shrink_edges", "Shrink", [const(EDGES, "float32")], attrs=dict(lambd=3.0, bias=1.0), opset=9)
+add("shrink_f16", "Shrink", [rand(4, 5, low=-3.0, high=3.0, dtype="float16")], attrs=dict(lambd=1.0, bias=0.5),
+    opset=9)
+add("shrink_big", "Shrink", [rand(1, 16, 64, 64, low=-2.0, high=2.0)], attrs=dict(lambd=0.7, bias=0.2), opset=9)
+add("shrink_empty", "Shrink", [rand(0, 3)], opset=9)
+add("shrink_i32", "Shrink", [randint(4, 6, low=-10, high=10, dtype="int32")], attrs=dict(lambd=2.0, bias=1.5),
+    opset=9)
+add("shrink_i64", "Shrink", [randint(4, 6, low=-10, high=10, dtype="int64")], attrs=dict(lambd=3.0, bias=2.0),
+    opset=9)
+add("shrink_i8", "Shrink", [randint(4, 6, low=-100, high=100, dtype="int8")], attrs=dict(lambd=10.0, bias=5.0),
+    opset=9)

@@ -100,3 +100,40 @@ for axis in (-1, 0, 1, 2):
         txt_attrs=dict(opset=11))
 add("hardmax_ties", "Hardmax", [((np.arange(60) * 7) % 3).astype(np.float32).reshape(3, 4, 5)], opset=13)
 add("hardmax_f16", "Hardmax", [rand(3, 9, dtype="float16")], opset=13)
+
+# LRN (opsets 1 and 13; ONNX Runtime takes 4-D inputs and odd sizes only): default and custom alpha/beta/bias, a
+# size wider than the channels, size 1, float16.
+add("lrn_default", "LRN", [rand(2, 5, 4, 4)], attrs=dict(size=3), opset=13)
+add("lrn_custom", "LRN", [rand(1, 7, 3, 5, low=-3.0, high=3.0)], attrs=dict(size=5, alpha=0.02, beta=0.6, bias=2.0),
+    opset=13)
+add("lrn_size_past_channels", "LRN", [rand(2, 3, 2, 2, low=-2.0, high=2.0)], attrs=dict(size=7, alpha=0.5),
+    opset=13)
+add("lrn_size1", "LRN", [rand(1, 4, 3, 3)], attrs=dict(size=1, alpha=0.3, beta=1.0), opset=1)
+add("lrn_f16", "LRN", [rand(1, 6, 4, 4, dtype="float16", low=-2.0, high=2.0)], attrs=dict(size=3, alpha=0.1),
+    opset=13)
+add("lrn_big", "LRN", [rand(1, 32, 28, 28)], attrs=dict(size=5, alpha=1e-3), opset=13)
+
+# MeanVarianceNormalization (opsets 9 and 13): default axes (0, 2, 3), custom and negative axes, all axes, a
+# large mean (variance from deviations, not E[x^2] - E[x]^2), float16. No constant slice: ONNX's definition
+# (epsilon 1e-9 under the square root) gives 0 there, as the engine does, but ONNX Runtime's kernel gives NaN.
+add("mvn_default", "MeanVarianceNormalization", [rand(3, 4, 2, 5)], opset=13)
+add("mvn_opset9", "MeanVarianceNormalization", [rand(2, 3, 3, 3, low=-4.0, high=2.0)], opset=9)
+add("mvn_axes_hw", "MeanVarianceNormalization", [rand(2, 3, 4, 5)], attrs=dict(axes=[2, 3]), opset=13)
+add("mvn_axes_neg", "MeanVarianceNormalization", [rand(4, 6, 3)], attrs=dict(axes=[-1]), opset=13)
+add("mvn_axes_all", "MeanVarianceNormalization", [rand(2, 3, 4)], attrs=dict(axes=[0, 1, 2]), opset=13)
+add("mvn_axes_middle", "MeanVarianceNormalization", [rand(2, 5, 3, 2)], attrs=dict(axes=[1, 3]), opset=13)
+add("mvn_large_mean", "MeanVarianceNormalization", [rand(2, 3, 4, 4, low=1000.0, high=1001.0)], opset=13,
+    atol=1e-3, rtol=1e-3)
+
+
+def through_f32(helper, node):
+    """ONNX Runtime cannot build MeanVarianceNormalization's function body for float16 (its constants are
+    float); the engine computes in float32 and rounds, so the reference is the op in float32 between Casts."""
+    from onnx import TensorProto
+    op = helper.make_node(node.op_type, ["x_f32"], ["y_f32"])
+    op.attribute.extend(node.attribute)
+    return [helper.make_node("Cast", [node.input[0]], ["x_f32"], to=TensorProto.FLOAT), op,
+            helper.make_node("Cast", ["y_f32"], [node.output[0]], to=TensorProto.FLOAT16)]
+
+
+add("mvn_f16", "MeanVarianceNormalization", [rand(2, 3, 4, 4, dtype="float16")], opset=13, reference=through_f32)

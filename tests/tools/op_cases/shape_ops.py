@@ -407,3 +407,62 @@ one_hot("one_hot_float_depth", randint(2, 5, low=0, high=3), weight(const(3.0, "
         weight(const([0, 1], "float32")), (2, 5, 3))
 one_hot("one_hot_runtime_values", randint(8, low=0, high=10), i64(10), rand(2), (8, 10))
 one_hot("one_hot_big", randint(64, 77, low=0, high=100), i64(100), weight(const([0, 1], "float32")), (64, 77, 100))
+
+# EyeLike (opset 9): the main, an upper and a lower diagonal, non-square shapes, a k past either side (all zero),
+# the dtype attribute overriding the input's.
+add("eye_like_square", "EyeLike", [rand(4, 4)], opset=9)
+add("eye_like_wide_k1", "EyeLike", [rand(3, 5)], attrs=dict(k=1), opset=9)
+add("eye_like_tall_k_neg", "EyeLike", [rand(5, 3)], attrs=dict(k=-2), opset=9)
+add("eye_like_k_past_cols", "EyeLike", [rand(3, 4)], attrs=dict(k=4), opset=9)
+add("eye_like_k_past_rows", "EyeLike", [rand(3, 4)], attrs=dict(k=-3), opset=9)
+add("eye_like_i32_to_float", "EyeLike", [randint(4, 5, dtype="int32")], attrs=dict(dtype=1, k=1), opset=9)
+add("eye_like_i64", "EyeLike", [randint(3, 3, dtype="int64")], opset=9)
+add("eye_like_float_to_i32", "EyeLike", [rand(2, 6)], attrs=dict(dtype=6, k=3), opset=9)
+add("eye_like_empty", "EyeLike", [rand(0, 4)], opset=9)
+
+# Compress (opset 11; opset 9 has no negative axis): along each axis, a negative axis, no axis (flattened), a
+# condition shorter than the axis, none true, a condition computed at run time. onnx shape inference does not
+# read the condition, so every case declares its output shape.
+def cond(*values):
+    return weight(const(np.array(values, bool), "bool"))
+
+
+add("compress_axis0", "Compress", [rand(4, 3), cond(True, False, True, True)], attrs=dict(axis=0),
+    opset=11, out_shapes=[(3, 3)])
+add("compress_axis1", "Compress", [rand(2, 5, 3), cond(False, True, False, True, True)], attrs=dict(axis=1),
+    opset=11, out_shapes=[(2, 3, 3)])
+add("compress_axis_neg", "Compress", [rand(2, 3, 4), cond(True, False, False, True)], attrs=dict(axis=-1),
+    opset=11, out_shapes=[(2, 3, 2)])
+add("compress_flat", "Compress", [rand(3, 4), cond(False, True, True, False, True, False, True)],
+    opset=11, out_shapes=[(4,)])
+add("compress_short_condition", "Compress", [rand(5, 2), cond(False, True)], attrs=dict(axis=0),
+    opset=11, out_shapes=[(1, 2)])
+add("compress_none_true", "Compress", [rand(3, 2), cond(False, False, False)], attrs=dict(axis=0),
+    opset=11, out_shapes=[(0, 2)])
+add("compress_opset9_i64", "Compress", [rand(3, 4, dtype="int64", low=-50, high=50), cond(True, False, True)],
+    attrs=dict(axis=0), opset=9, out_shapes=[(2, 4)])
+add("compress_f16", "Compress", [rand(2, 6, dtype="float16"), cond(True, True, False, False, True, True)],
+    attrs=dict(axis=1), opset=11, out_shapes=[(2, 4)])
+add("compress_runtime_condition", "Compress", [rand(4, 3), const(np.array([True, False, True, False]), "bool")],
+    attrs=dict(axis=0), opset=11, out_shapes=[(2, 3)])
+
+# ReverseSequence (opset 10): time-major and batch-major, trailing dimensions, lengths 0 and the full axis,
+# integer data, lengths computed at run time.
+add("reverse_sequence_time_major", "ReverseSequence", [rand(5, 4, 3), i64([5, 3, 1, 0])],
+    attrs=dict(time_axis=0, batch_axis=1), opset=10)
+add("reverse_sequence_batch_major", "ReverseSequence", [rand(3, 6), i64([2, 6, 4])],
+    attrs=dict(time_axis=1, batch_axis=0), opset=10)
+add("reverse_sequence_defaults", "ReverseSequence", [rand(4, 2, 2, 3), i64([4, 2])], opset=10)
+add("reverse_sequence_i32", "ReverseSequence", [randint(4, 3, dtype="int32"), i64([1, 4, 3])], opset=10)
+add("reverse_sequence_runtime_lens", "ReverseSequence", [rand(2, 5, 2), const([3, 5], "int64")],
+    attrs=dict(time_axis=1, batch_axis=0), opset=10)
+
+# HannWindow, HammingWindow, BlackmanWindow (opset 17): periodic and symmetric, int32/int64 sizes, float16
+# output, a size computed at run time (declared output shape). ONNX rejects size 0, as the engine does.
+for op in ("HannWindow", "HammingWindow", "BlackmanWindow"):
+    n = op.lower()[:-len("window")]
+    add(f"{n}_window_periodic", op, [weight(const(10, "int64"))], opset=17)
+    add(f"{n}_window_symmetric", op, [weight(const(10, "int32"))], attrs=dict(periodic=0), opset=17)
+    add(f"{n}_window_long", op, [weight(const(257, "int64"))], opset=17)
+    add(f"{n}_window_f16", op, [weight(const(16, "int64"))], attrs=dict(output_datatype=10), opset=17)
+    add(f"{n}_window_runtime_size", op, [const(12, "int32")], attrs=dict(periodic=0), opset=17, out_shapes=[(12,)])
