@@ -12,7 +12,8 @@
 #include "tokenizer.h"
 
 static const char *usage =
-    "usage: sd --models-path DIR [--prompt TEXT] [--neg-prompt TEXT] [--steps N] [--seed N] [--cfg SCALE]\n"
+    "usage: sd --models-path DIR [--xl | --turbo] [--prompt TEXT] [--neg-prompt TEXT] [--steps N] [--seed N]\n"
+    "          [--cfg SCALE]\n"
     "          [--sampler euler_a|euler|heun|dpm++2m|dpm++2m_karras|ddim|lcm] [--output FILE.png]\n"
     "          [--save-latents FILE [--latents-only]] [--decode-latents FILE] [--decoder-fp16] [--decoder-qu8]\n"
     "          [--decoder-calibrate] [--threads N]\n"
@@ -22,7 +23,12 @@ static const char *usage =
     "          [--tokenizer PATH] [--print-tokens] [--help]\n"
     "  --models-path      folder with text_encoder_fp32/, unet_fp16/ (or unet_fp32/), vae_decoder_fp32/\n"
     "                     (or vae_decoder_fp16/) and tokenizer/ (OnnxStream's SD 1.5 layout)\n"
-    "  --cfg              classifier-free guidance scale (default 7.5)\n"
+    "  --xl               SDXL 1.0 base: sdxl_text_encoder_1_fp32/, sdxl_text_encoder_2_fp32/, sdxl_unet_fp16/,\n"
+    "                     sdxl_vae_decoder_fp32/ (or _fp16/), sdxl_tokenizer/ (OnnxStream's SDXL layout);\n"
+    "                     default cfg 5; without --neg-prompt the unconditional embeddings are zeros\n"
+    "  --turbo            SDXL Turbo: the --xl folders (sdxl_unet_anyshape_fp16/ first), no guidance and no\n"
+    "                     negative prompt, trailing timesteps, default 1 step (1 to 4 is what it was made for)\n"
+    "  --cfg              classifier-free guidance scale (default 7.5; --xl: 5)\n"
     "  --latents-only     stop after --save-latents wrote the latents (no image); --decode-latents FILE\n"
     "                     decodes them later, in another process, to the same image\n"
     "  --seed             any 64-bit number (default 0); same seed, same image on every platform\n"
@@ -79,7 +85,7 @@ int main(int argc, char **argv) {
     sd_pipeline_options_t o;
     sd_pipeline_options_init(&o);
     o.output = "result.png";
-    int want_tokens = 0, latents_only = 0;
+    int want_tokens = 0, latents_only = 0, steps_given = 0, cfg_given = 0;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -88,6 +94,12 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(usage, stdout);
             return 0;
+        } else if (!strcmp(a, "--xl")) {
+            o.model = SD_MODEL_SDXL;
+            takes_value = 0;
+        } else if (!strcmp(a, "--turbo")) {
+            o.model = SD_MODEL_SDXL_TURBO;
+            takes_value = 0;
         } else if (!strcmp(a, "--latents-only")) {
             latents_only = 1;
             takes_value = 0;
@@ -164,6 +176,7 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--steps")) {
             if (!parse_u64(v, &n) || n < 1 || n > SD_MAX_STEPS) return die("--steps expects 1..1000");
             o.steps = (int)n;
+            steps_given = 1;
         } else if (!strcmp(a, "--seed")) {
             if (!parse_u64(v, &n)) return die("--seed expects a non-negative 64-bit integer");
             o.seed = (uint64_t)n;
@@ -174,16 +187,21 @@ int main(int argc, char **argv) {
             char *end = NULL;
             o.cfg_scale = strtod(v, &end);
             if (*end || o.cfg_scale < 0 || o.cfg_scale > 100) return die("--cfg expects a number in 0..100");
+            cfg_given = 1;
         } else {
             fprintf(stderr, "sd: unknown option %s\n%s", a, usage);
             return 1;
         }
         i += takes_value;
     }
+    if (o.model == SD_MODEL_SDXL_TURBO && !steps_given) o.steps = 1;
+    if (o.model == SD_MODEL_SDXL && !cfg_given) o.cfg_scale = 5.0; /* SDXL's usual guidance */
+    if (o.model == SD_MODEL_SDXL_TURBO && cfg_given) return die("--turbo runs without guidance: drop --cfg");
     if (want_tokens) {
         char path[4096];
         if (o.tokenizer_path) snprintf(path, sizeof path, "%s", o.tokenizer_path);
-        else if (o.models_path) snprintf(path, sizeof path, "%s/tokenizer", o.models_path);
+        else if (o.models_path)
+            snprintf(path, sizeof path, "%s/%s", o.models_path, o.model == SD_MODEL_SD15 ? "tokenizer" : "sdxl_tokenizer");
         else return die("--print-tokens needs --tokenizer or --models-path");
         return print_tokens(path, o.prompt);
     }

@@ -1,32 +1,44 @@
 #include "pipeline.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "image.h"
+#include "conditioning.h"
 #include "progress.h"
 #include "rng.h"
+#include "status.h"
 #include "tile_cache.h"
 #include "tiles.h"
 #include "tokenizer.h"
 
-/* The SD 1.x latent scale: the VAE decodes latents / 0.18215. */
-#define SD_LATENT_SCALE 0.18215
 /* Largest latent handled: (1,4,256,256), a 2048x2048 image. */
 #define SD_MAX_LATENT_FLOATS (4 * 256 * 256)
 
-static onnxstream_status_t fail(char *err, size_t err_size, onnxstream_status_t s, const char *fmt, ...) {
-    if (err && err_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_size, fmt, ap);
-        va_end(ap);
-    }
-    return s;
+/* Folder names and constants of one model family (see pipeline.h for the layouts). */
+typedef struct sd_layout {
+    int xl;
+    const char *tokenizer;
+    const char *text_encoders[2]; /* the second only for SDXL */
+    const char *unets[2];         /* tried in order; the second may be NULL */
+    const char *decoder;          /* prefix of the decoder folders: <decoder>_fp32, _fp16, _qu8 */
+    double latent_scale;          /* the VAE decodes latents / latent_scale */
+} sd_layout_t;
+
+static const sd_layout_t sd15_layout = {0, "tokenizer", {"text_encoder_fp32", NULL}, {"unet_fp16", "unet_fp32"},
+                                        "vae_decoder", 0.18215};
+static const sd_layout_t sdxl_layout = {1, "sdxl_tokenizer", {"sdxl_text_encoder_1_fp32", "sdxl_text_encoder_2_fp32"},
+                                        {"sdxl_unet_fp16", "sdxl_unet_fp32"}, "sdxl_vae_decoder", 0.13025};
+/* Turbo generates at any size in OnnxStream's layout: its "anyshape" UNet comes first. */
+static const sd_layout_t turbo_layout = {1, "sdxl_tokenizer",
+                                         {"sdxl_text_encoder_1_fp32", "sdxl_text_encoder_2_fp32"},
+                                         {"sdxl_unet_anyshape_fp16", "sdxl_unet_fp16"}, "sdxl_vae_decoder", 0.13025};
+
+static const sd_layout_t *layout_of(const sd_pipeline_options_t *o) {
+    return o->model == SD_MODEL_SDXL ? &sdxl_layout : o->model == SD_MODEL_SDXL_TURBO ? &turbo_layout : &sd15_layout;
 }
 
 static int is_dir(const char *path) {
@@ -70,11 +82,11 @@ static onnxstream_status_t open_model(const sd_pipeline_options_t *o, const char
     mo.arithmetic = o->arithmetic;
     onnxstream_model_t *m = NULL;
     onnxstream_status_t s = onnxstream_model_create(&mo, &m);
-    if (s != ONNXSTREAM_OK) return fail(err, err_size, s, "%s: %s", what, onnxstream_last_error());
+    if (s != ONNXSTREAM_OK) return sd_fail(err, err_size, s, "%s: %s", what, onnxstream_last_error());
     if (o->ops_printf) s = onnxstream_model_set_progress_callback(m, print_op, NULL);
     if (s == ONNXSTREAM_OK) s = onnxstream_model_load(m, dir);
     if (s != ONNXSTREAM_OK) {
-        fail(err, err_size, s, "%s (%s): %s", what, dir, onnxstream_model_last_error(m));
+        sd_fail(err, err_size, s, "%s (%s): %s", what, dir, onnxstream_model_last_error(m));
         onnxstream_model_destroy(m);
         return s;
     }
@@ -121,118 +133,54 @@ static onnxstream_status_t output0(onnxstream_model_t *m, const char *what, size
     onnxstream_tensor_view_t v;
     v.struct_size = sizeof v;
     onnxstream_status_t s = onnxstream_model_get_output(m, 0, &v);
-    if (s != ONNXSTREAM_OK) return fail(err, err_size, s, "%s: %s", what, onnxstream_model_last_error(m));
+    if (s != ONNXSTREAM_OK) return sd_fail(err, err_size, s, "%s: %s", what, onnxstream_model_last_error(m));
     if (v.dtype != ONNXSTREAM_DTYPE_FLOAT32 || v.byte_size != expected_floats * sizeof(float))
-        return fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL,
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL,
                     "%s: output %s is %s with %zu bytes, expected float32 with %zu", what, v.name,
                     onnxstream_dtype_name(v.dtype), v.byte_size, expected_floats * sizeof(float));
     *data = (const float *)v.data;
     return ONNXSTREAM_OK;
 }
 
-/*
- * Prompt embeddings: one text-encoder run per 77-token chunk, A1111 emphasis (scale each token's
- * embedding by its weight, then restore the chunk's original mean), chunks concatenated along tokens.
- * *out is malloc'd: chunks * 77 * width floats.
- */
-static onnxstream_status_t encode_prompt(onnxstream_model_t *te, const sd_tokenizer_t *tok, const char *prompt,
-                                         size_t min_chunks, float **out, size_t *chunks_out, size_t *width_out,
-                                         char *err, size_t err_size) {
-    sd_token_chunks_t chunks = {0, NULL, NULL};
-    char terr[256];
-    if (sd_tokenizer_encode_chunks(tok, prompt ? prompt : "", &chunks, terr, sizeof terr) != 0)
-        return fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "tokenizer: %s", terr);
-    size_t n_chunks = chunks.count < min_chunks ? min_chunks : chunks.count;
-    float *emb = NULL;
-    size_t width = 0;
-    onnxstream_status_t s = ONNXSTREAM_OK;
-    for (size_t c = 0; c < n_chunks && s == ONNXSTREAM_OK; ++c) {
-        int64_t ids[SD_TOKENIZER_CONTEXT];
-        float weights[SD_TOKENIZER_CONTEXT];
-        for (int i = 0; i < SD_TOKENIZER_CONTEXT; ++i) {
-            /* Chunks beyond the prompt's own (to match the other prompt's count) are empty prompts. */
-            int real = c < chunks.count;
-            ids[i] = real ? chunks.ids[c * SD_TOKENIZER_CONTEXT + i]
-                          : (i == 0 ? SD_TOKEN_BOS : (i == 1 ? SD_TOKEN_EOS : SD_TOKEN_PAD));
-            weights[i] = real ? chunks.weights[c * SD_TOKENIZER_CONTEXT + i] : 1.0f;
-        }
-        int64_t shape[2] = {1, SD_TOKENIZER_CONTEXT};
-        s = onnxstream_model_push_tensor(te, "onnx::Reshape_0", ONNXSTREAM_DTYPE_INT64, 2, shape, ids, sizeof ids);
-        if (s == ONNXSTREAM_OK) s = onnxstream_model_run(te);
-        if (s != ONNXSTREAM_OK) {
-            fail(err, err_size, s, "text encoder: %s", onnxstream_model_last_error(te));
-            break;
-        }
-        onnxstream_tensor_view_t v;
-        v.struct_size = sizeof v;
-        s = onnxstream_model_get_output(te, 0, &v);
-        if (s == ONNXSTREAM_OK && (v.dtype != ONNXSTREAM_DTYPE_FLOAT32 || v.rank != 3 ||
-                                   v.shape[1] != SD_TOKENIZER_CONTEXT)) {
-            s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL,
-                     "text encoder: output %s must be float32 (1,77,width)", v.name);
-            break;
-        }
-        if (s != ONNXSTREAM_OK) break;
-        width = (size_t)v.shape[2];
-        if (!emb) emb = malloc(n_chunks * SD_TOKENIZER_CONTEXT * width * sizeof(float));
-        if (!emb) {
-            s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for prompt embeddings");
-            break;
-        }
-        float *z = emb + c * SD_TOKENIZER_CONTEXT * width;
-        const float *src = (const float *)v.data;
-        size_t n = SD_TOKENIZER_CONTEXT * width;
-        double before = 0, after = 0;
-        for (size_t i = 0; i < n; ++i) before += src[i];
-        for (size_t t = 0; t < SD_TOKENIZER_CONTEXT; ++t)
-            for (size_t k = 0; k < width; ++k) z[t * width + k] = src[t * width + k] * weights[t];
-        for (size_t i = 0; i < n; ++i) after += z[i];
-        if (after != 0 && before != 0)
-            for (size_t i = 0; i < n; ++i) z[i] = (float)(z[i] * (before / after));
-    }
-    sd_token_chunks_free(&chunks);
-    if (s != ONNXSTREAM_OK) {
-        free(emb);
-        return s;
-    }
-    *out = emb;
-    *chunks_out = n_chunks;
-    *width_out = width;
-    return ONNXSTREAM_OK;
-}
-
 typedef struct denoise_ctx {
     onnxstream_model_t *unet;
-    const float *cond, *uncond; /* tokens * width floats each */
+    const sd_text_encoding_t *cond, *uncond; /* uncond is unused without guidance */
+    int xl;                     /* SDXL: also push text_embeds and time_ids */
+    float time_ids[12];         /* SDXL's (B,6) size conditioning, one row per batch item */
     int64_t ctx_shape[3];       /* (1, tokens, width) */
     int64_t sample_shape[4];    /* (batch, 4, h, w) as the UNet declares it */
     int batch2;                 /* cond and uncond in one run */
-    double cfg;
+    double cfg;                 /* 1: no guidance, one UNet run per evaluation */
     size_t n;                   /* latent floats of one sample */
-    float *sample, *eps, *ctx2; /* work buffers */
+    float *sample, *eps, *ctx2, *pooled2; /* work buffers */
     char *err;
     size_t err_size;
-    sd_progress_t *progress;
-    int evals;
 } denoise_ctx_t;
 
-static onnxstream_status_t unet_run(denoise_ctx_t *d, const float *sample, const float *context, size_t batch,
-                                    double timestep, float *eps_out) {
+static onnxstream_status_t push_f32(onnxstream_model_t *m, const char *name, size_t rank, const int64_t *shape,
+                                    const float *data) {
+    size_t n = 1;
+    for (size_t i = 0; i < rank; ++i) n *= (size_t)shape[i];
+    return onnxstream_model_push_tensor(m, name, ONNXSTREAM_DTYPE_FLOAT32, rank, shape, data, n * sizeof(float));
+}
+
+/* One UNet run on `batch` samples with their contexts (batch * tokens * width floats) and, for SDXL, pooled
+ * embeddings (batch * P floats). */
+static onnxstream_status_t unet_run(denoise_ctx_t *d, const float *sample, const float *context, const float *pooled,
+                                    size_t batch, double timestep, float *eps_out) {
     float t = (float)timestep;
     int64_t tshape[1] = {1};
     int64_t cshape[3] = {(int64_t)batch, d->ctx_shape[1], d->ctx_shape[2]};
     int64_t sshape[4] = {(int64_t)batch, d->sample_shape[1], d->sample_shape[2], d->sample_shape[3]};
-    size_t cbytes = batch * (size_t)(d->ctx_shape[1] * d->ctx_shape[2]) * sizeof(float);
-    onnxstream_status_t s =
-        onnxstream_model_push_tensor(d->unet, "sample", ONNXSTREAM_DTYPE_FLOAT32, 4, sshape, sample,
-                                     batch * d->n * sizeof(float));
-    if (s == ONNXSTREAM_OK)
-        s = onnxstream_model_push_tensor(d->unet, "timestep", ONNXSTREAM_DTYPE_FLOAT32, 1, tshape, &t, sizeof t);
-    if (s == ONNXSTREAM_OK)
-        s = onnxstream_model_push_tensor(d->unet, "encoder_hidden_states", ONNXSTREAM_DTYPE_FLOAT32, 3, cshape,
-                                         context, cbytes);
+    int64_t pshape[2] = {(int64_t)batch, (int64_t)d->cond->pooled_width};
+    int64_t ishape[2] = {(int64_t)batch, 6};
+    onnxstream_status_t s = push_f32(d->unet, "sample", 4, sshape, sample);
+    if (s == ONNXSTREAM_OK) s = push_f32(d->unet, "timestep", 1, tshape, &t);
+    if (s == ONNXSTREAM_OK) s = push_f32(d->unet, "encoder_hidden_states", 3, cshape, context);
+    if (s == ONNXSTREAM_OK && d->xl) s = push_f32(d->unet, "text_embeds", 2, pshape, pooled);
+    if (s == ONNXSTREAM_OK && d->xl) s = push_f32(d->unet, "time_ids", 2, ishape, d->time_ids);
     if (s == ONNXSTREAM_OK) s = onnxstream_model_run(d->unet);
-    if (s != ONNXSTREAM_OK) return fail(d->err, d->err_size, s, "unet: %s", onnxstream_model_last_error(d->unet));
+    if (s != ONNXSTREAM_OK) return sd_fail(d->err, d->err_size, s, "unet: %s", onnxstream_model_last_error(d->unet));
     const float *out = NULL;
     s = output0(d->unet, "unet", batch * d->n, &out, d->err, d->err_size);
     if (s == ONNXSTREAM_OK) memcpy(eps_out, out, batch * d->n * sizeof(float));
@@ -245,118 +193,188 @@ static int denoise(void *user, const float *x, double sigma, double timestep, fl
     const size_t n = d->n;
     const float c_in = (float)sd_c_in(sigma);
     const size_t cn = (size_t)(d->ctx_shape[1] * d->ctx_shape[2]);
+    const int guided = d->cfg != 1.0;
     onnxstream_status_t s;
     float *eps_c = d->eps, *eps_u = d->eps + n;
     if (d->batch2) {
         /* Batch 0 = uncond, batch 1 = cond: the weights stream once for both. */
+        size_t pw = d->cond->pooled_width;
         for (size_t i = 0; i < n; ++i) d->sample[i] = d->sample[n + i] = x[i] * c_in;
-        memcpy(d->ctx2, d->uncond, cn * sizeof(float));
-        memcpy(d->ctx2 + cn, d->cond, cn * sizeof(float));
-        s = unet_run(d, d->sample, d->ctx2, 2, timestep, d->eps);
+        memcpy(d->ctx2, d->uncond->hidden, cn * sizeof(float));
+        memcpy(d->ctx2 + cn, d->cond->hidden, cn * sizeof(float));
+        if (d->xl) {
+            memcpy(d->pooled2, d->uncond->pooled, pw * sizeof(float));
+            memcpy(d->pooled2 + pw, d->cond->pooled, pw * sizeof(float));
+        }
+        s = unet_run(d, d->sample, d->ctx2, d->pooled2, 2, timestep, d->eps);
         eps_u = d->eps;
         eps_c = d->eps + n;
     } else {
         for (size_t i = 0; i < n; ++i) d->sample[i] = x[i] * c_in;
-        s = unet_run(d, d->sample, d->cond, 1, timestep, eps_c);
-        if (s == ONNXSTREAM_OK && d->cfg != 1.0) s = unet_run(d, d->sample, d->uncond, 1, timestep, eps_u);
+        s = unet_run(d, d->sample, d->cond->hidden, d->cond->pooled, 1, timestep, eps_c);
+        if (s == ONNXSTREAM_OK && guided)
+            s = unet_run(d, d->sample, d->uncond->hidden, d->uncond->pooled, 1, timestep, eps_u);
     }
     if (s != ONNXSTREAM_OK) return (int)s;
-    if (d->cfg != 1.0)
+    if (guided)
         for (size_t i = 0; i < n; ++i) eps_c[i] = eps_u[i] + (float)d->cfg * (eps_c[i] - eps_u[i]);
     sd_eps_to_denoised(x, eps_c, sigma, out_denoised, n);
-    d->evals++;
     return 0;
 }
 
-static onnxstream_status_t diffuse(const sd_pipeline_options_t *o, float *latent, int64_t lat_shape[4],
-                                   char *err, size_t err_size) {
-    char path[4096], tok_path[4096];
-    snprintf(tok_path, sizeof tok_path, "%s", o->tokenizer_path ? o->tokenizer_path : "");
-    if (!o->tokenizer_path) join(tok_path, sizeof tok_path, o->models_path, "tokenizer");
-    char terr[512];
-    sd_tokenizer_t *tok = sd_tokenizer_create(tok_path, terr, sizeof terr);
-    if (!tok) return fail(err, err_size, ONNXSTREAM_ERR_IO, "tokenizer: %s", terr);
-
-    /* Text encoder: cond and uncond embeddings, same number of chunks. */
-    join(path, sizeof path, o->models_path, "text_encoder_fp32");
+/* Runs one text encoder folder over both prompts; the model is destroyed before returning. */
+static onnxstream_status_t run_text_encoder(const sd_pipeline_options_t *o, const sd_tokenizer_t *tok,
+                                            const char *folder, const sd_text_encoder_spec_t *spec,
+                                            int with_negative, sd_text_encoding_t *cond,
+                                            sd_text_encoding_t *uncond, char *err, size_t err_size) {
+    char path[4096];
+    join(path, sizeof path, o->models_path, folder);
     onnxstream_model_t *te = NULL;
-    float *cond = NULL, *uncond = NULL;
-    size_t cond_chunks = 0, uncond_chunks = 0, width = 0;
-    double te_start = sd_progress_now();
+    double start = sd_progress_now();
     onnxstream_status_t s = open_model(o, path, "text encoder", &te, err, err_size);
-    if (s == ONNXSTREAM_OK) s = encode_prompt(te, tok, o->prompt, 1, &cond, &cond_chunks, &width, err, err_size);
     if (s == ONNXSTREAM_OK)
-        s = encode_prompt(te, tok, o->negative_prompt, cond_chunks, &uncond, &uncond_chunks, &width, err, err_size);
-    if (s == ONNXSTREAM_OK && uncond_chunks > cond_chunks) { /* the negative prompt is the longer one */
-        free(cond);
-        cond = NULL;
-        s = encode_prompt(te, tok, o->prompt, uncond_chunks, &cond, &cond_chunks, &width, err, err_size);
-    }
+        s = sd_encode_prompts(te, tok, spec, o->prompt, o->negative_prompt, with_negative, cond, uncond, err,
+                              err_size);
     onnxstream_model_destroy(te); /* only one model's working set at a time */
     if (s == ONNXSTREAM_OK && !o->quiet)
-        fprintf(stderr, "text encoder: %zu chunk(s) x 2 prompts in %.1f s\n", cond_chunks, sd_progress_now() - te_start);
-    sd_tokenizer_destroy(tok);
+        fprintf(stderr, "%s: %zu chunk(s) x %d prompt(s) in %.1f s\n", folder, cond->chunks, with_negative ? 2 : 1,
+                sd_progress_now() - start);
+    return s;
+}
 
-    /* UNet. */
+/*
+ * Prompt embeddings. SD 1.5: one encoder, cond and uncond. SDXL: both encoders, their hidden states
+ * concatenated and the second one's pooled embedding; without a negative prompt the unconditional
+ * embeddings are zeros (SDXL's force_zeros_for_empty_prompt), and SDXL Turbo has no unconditional run.
+ */
+static onnxstream_status_t encode_text(const sd_pipeline_options_t *o, const sd_layout_t *layout,
+                                       sd_text_encoding_t *cond, sd_text_encoding_t *uncond, char *err,
+                                       size_t err_size) {
+    char tok_path[4096];
+    snprintf(tok_path, sizeof tok_path, "%s", o->tokenizer_path ? o->tokenizer_path : "");
+    if (!o->tokenizer_path) join(tok_path, sizeof tok_path, o->models_path, layout->tokenizer);
+    char terr[512];
+    sd_tokenizer_t *tok = sd_tokenizer_create(tok_path, terr, sizeof terr);
+    if (!tok) return sd_fail(err, err_size, ONNXSTREAM_ERR_IO, "tokenizer: %s", terr);
+    onnxstream_status_t s;
+    if (!layout->xl) {
+        sd_text_encoder_spec_t spec = {"onnx::Reshape_0", SD_TOKEN_PAD, 0};
+        s = run_text_encoder(o, tok, layout->text_encoders[0], &spec, 1, cond, uncond, err, err_size);
+    } else {
+        int encode_negative = o->model == SD_MODEL_SDXL && o->negative_prompt != NULL;
+        sd_text_encoder_spec_t spec1 = {"input_ids", SD_TOKEN_PAD, 0}, spec2 = {"input_ids", 0, 1};
+        sd_text_encoding_t c1, u1, c2, u2;
+        memset(&c1, 0, sizeof c1);
+        memset(&u1, 0, sizeof u1);
+        s = run_text_encoder(o, tok, layout->text_encoders[0], &spec1, encode_negative, &c1, &u1, err, err_size);
+        if (s == ONNXSTREAM_OK)
+            s = run_text_encoder(o, tok, layout->text_encoders[1], &spec2, encode_negative, &c2, &u2, err, err_size);
+        if (s != ONNXSTREAM_OK) {
+            sd_text_encoding_free(&c1);
+            sd_text_encoding_free(&u1);
+        }
+        if (s == ONNXSTREAM_OK) s = sd_text_encoding_concat(&c1, &c2, cond, err, err_size);
+        if (s == ONNXSTREAM_OK && encode_negative) s = sd_text_encoding_concat(&u1, &u2, uncond, err, err_size);
+        else if (s == ONNXSTREAM_OK && o->model == SD_MODEL_SDXL && sd_text_encoding_zeros(cond, uncond) != 0)
+            s = sd_fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for prompt embeddings");
+        if (!encode_negative) {
+            sd_text_encoding_free(&u1);
+            sd_text_encoding_free(&u2);
+        }
+        if (s != ONNXSTREAM_OK) sd_text_encoding_free(cond);
+    }
+    sd_tokenizer_destroy(tok);
+    return s;
+}
+
+/* Checks the UNet's declared inputs against the embeddings and fills d's shapes. */
+static onnxstream_status_t check_unet(onnxstream_model_t *unet, const char *path, const sd_text_encoding_t *cond,
+                                      int xl, denoise_ctx_t *d, char *err, size_t err_size) {
+    int64_t ctx_decl[8], tshape[8], pshape[8], ishape[8];
+    int r1 = input_shape(unet, "sample", d->sample_shape, 4);
+    int r2 = input_shape(unet, "encoder_hidden_states", ctx_decl, 8);
+    if (r1 != 4 || r2 != 3 || input_shape(unet, "timestep", tshape, 8) < 0)
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL,
+                       "unet (%s): expected inputs sample (B,4,h,w), timestep and encoder_hidden_states (B,T,W)", path);
+    if (xl && (input_shape(unet, "text_embeds", pshape, 8) != 2 || input_shape(unet, "time_ids", ishape, 8) != 2 ||
+               (size_t)pshape[1] != cond->pooled_width || ishape[1] != 6))
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL,
+                       "unet (%s): an SDXL unet takes text_embeds (B,%zu) and time_ids (B,6) as inputs", path,
+                       cond->pooled_width);
+    size_t tokens = cond->chunks * SD_TOKENIZER_CONTEXT;
+    if ((size_t)ctx_decl[1] != tokens || (size_t)ctx_decl[2] != cond->width)
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT,
+                       "the prompts need encoder_hidden_states (1,%zu,%zu) (%zu chunk(s) of 75 tokens) but the unet "
+                       "takes (%lld,%lld,%lld); shorten the prompt or convert the unet with "
+                       "--input-shape encoder_hidden_states=1,%zu,%zu",
+                       tokens, cond->width, cond->chunks, (long long)ctx_decl[0], (long long)ctx_decl[1],
+                       (long long)ctx_decl[2], tokens, cond->width);
+    d->ctx_shape[0] = 1;
+    d->ctx_shape[1] = ctx_decl[1];
+    d->ctx_shape[2] = ctx_decl[2];
+    d->n = (size_t)(d->sample_shape[1] * d->sample_shape[2] * d->sample_shape[3]);
+    if (d->n > SD_MAX_LATENT_FLOATS || d->sample_shape[0] < 1 || d->sample_shape[0] > 2)
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_UNSUPPORTED, "unet sample input (%lld,%lld,%lld,%lld) is not "
+                       "supported (batch 1 or 2, at most 4x256x256)", (long long)d->sample_shape[0],
+                       (long long)d->sample_shape[1], (long long)d->sample_shape[2], (long long)d->sample_shape[3]);
+    return ONNXSTREAM_OK;
+}
+
+static onnxstream_status_t diffuse(const sd_pipeline_options_t *o, float *latent, int64_t lat_shape[4], char *err,
+                                   size_t err_size) {
+    const sd_layout_t *layout = layout_of(o);
+    sd_text_encoding_t cond, uncond;
+    memset(&cond, 0, sizeof cond);
+    memset(&uncond, 0, sizeof uncond);
+    onnxstream_status_t s = encode_text(o, layout, &cond, &uncond, err, err_size);
+
+    char path[4096];
     onnxstream_model_t *unet = NULL;
     if (s == ONNXSTREAM_OK) {
-        join(path, sizeof path, o->models_path, "unet_fp16");
-        if (!is_dir(path)) join(path, sizeof path, o->models_path, "unet_fp32");
+        join(path, sizeof path, o->models_path, layout->unets[0]);
+        if (!is_dir(path) && layout->unets[1]) join(path, sizeof path, o->models_path, layout->unets[1]);
         s = open_model(o, path, "unet", &unet, err, err_size);
     }
     denoise_ctx_t d;
     memset(&d, 0, sizeof d);
-    int64_t ctx_decl[8];
-    if (s == ONNXSTREAM_OK) {
-        int r1 = input_shape(unet, "sample", d.sample_shape, 4);
-        int r2 = input_shape(unet, "encoder_hidden_states", ctx_decl, 8);
-        int64_t tshape[8];
-        if (r1 != 4 || r2 != 3 || input_shape(unet, "timestep", tshape, 8) < 0)
-            s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL,
-                     "unet (%s): expected inputs sample (B,4,h,w), timestep and encoder_hidden_states (B,T,W)", path);
-        else if ((size_t)ctx_decl[1] != cond_chunks * SD_TOKENIZER_CONTEXT || (size_t)ctx_decl[2] != width)
-            s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT,
-                     "the prompts need encoder_hidden_states (1,%zu,%zu) (%zu chunk(s) of 75 tokens) but the unet "
-                     "takes (%lld,%lld,%lld); shorten the prompt or convert the unet with "
-                     "--input-shape encoder_hidden_states=1,%zu,%zu",
-                     cond_chunks * SD_TOKENIZER_CONTEXT, width, cond_chunks, (long long)ctx_decl[0],
-                     (long long)ctx_decl[1], (long long)ctx_decl[2], cond_chunks * SD_TOKENIZER_CONTEXT, width);
-    }
+    if (s == ONNXSTREAM_OK) s = check_unet(unet, path, &cond, layout->xl, &d, err, err_size);
     if (s == ONNXSTREAM_OK) {
         d.unet = unet;
-        d.cond = cond;
-        d.uncond = uncond;
-        d.ctx_shape[0] = 1;
-        d.ctx_shape[1] = ctx_decl[1];
-        d.ctx_shape[2] = ctx_decl[2];
+        d.cond = &cond;
+        d.uncond = &uncond;
+        d.xl = layout->xl;
         d.batch2 = d.sample_shape[0] == 2;
-        d.cfg = o->cfg_scale;
-        d.n = (size_t)(d.sample_shape[1] * d.sample_shape[2] * d.sample_shape[3]);
-        if (d.n > SD_MAX_LATENT_FLOATS || d.sample_shape[0] < 1 || d.sample_shape[0] > 2)
-            s = fail(err, err_size, ONNXSTREAM_ERR_UNSUPPORTED, "unet sample input (%lld,%lld,%lld,%lld) is not "
-                     "supported (batch 1 or 2, at most 4x256x256)", (long long)d.sample_shape[0],
-                     (long long)d.sample_shape[1], (long long)d.sample_shape[2], (long long)d.sample_shape[3]);
+        d.cfg = o->model == SD_MODEL_SDXL_TURBO ? 1.0 : o->cfg_scale;
+        if (d.cfg == 1.0 && d.batch2)
+            s = sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "unet (%s) takes a batch of 2 (cond + uncond) "
+                        "but this run has no guidance; use a batch-1 unet", path);
+        sd_xl_time_ids((int)d.sample_shape[2] * 8, (int)d.sample_shape[3] * 8, d.time_ids);
+        memcpy(d.time_ids + 6, d.time_ids, 6 * sizeof(float));
     }
     if (s == ONNXSTREAM_OK) {
         d.sample = malloc(2 * d.n * sizeof(float));
         d.eps = malloc(2 * d.n * sizeof(float));
-        d.ctx2 = malloc(2 * (size_t)(ctx_decl[1] * ctx_decl[2]) * sizeof(float));
+        d.ctx2 = malloc(2 * (size_t)(d.ctx_shape[1] * d.ctx_shape[2]) * sizeof(float));
+        d.pooled2 = malloc((2 * cond.pooled_width + 1) * sizeof(float));
         d.err = err;
         d.err_size = err_size;
-        if (!d.sample || !d.eps || !d.ctx2)
-            s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for the diffusion buffers");
+        if (!d.sample || !d.eps || !d.ctx2 || !d.pooled2)
+            s = sd_fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for the diffusion buffers");
     }
     sd_noise_schedule ns;
     sd_schedule sch;
     sd_sampler smp;
     memset(&smp, 0, sizeof smp);
     if (s == ONNXSTREAM_OK) {
+        /* SDXL keeps SD 1.5's noise schedule; Turbo was distilled on diffusers' "trailing" timesteps. */
         sd_noise_schedule_sd15(&ns);
-        if (sd_schedule_build(&sch, &ns, o->sampler, SD_SPACING_DEFAULT, o->steps) != 0)
-            s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "--steps %d is not valid for sampler %s",
-                     o->steps, sd_sampler_name(o->sampler));
+        sd_spacing spacing = o->model == SD_MODEL_SDXL_TURBO ? SD_SPACING_TRAILING : SD_SPACING_DEFAULT;
+        if (sd_schedule_build(&sch, &ns, o->sampler, spacing, o->steps) != 0)
+            s = sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "--steps %d is not valid for sampler %s%s",
+                        o->steps, sd_sampler_name(o->sampler),
+                        o->model == SD_MODEL_SDXL_TURBO ? " with SDXL Turbo's trailing timesteps" : "");
         else if (sd_sampler_init(&smp, o->sampler, d.n) != 0)
-            s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for the sampler");
+            s = sd_fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for the sampler");
     }
     if (s == ONNXSTREAM_OK) {
         sd_rng_t rng;
@@ -370,7 +388,7 @@ static onnxstream_status_t diffuse(const sd_pipeline_options_t *o, float *latent
         for (int i = 0; i < sch.steps && s == ONNXSTREAM_OK; ++i) {
             int rc = sd_sampler_step(&smp, &sch, i, latent, denoise, &d, &noise);
             if (rc > 0) s = (onnxstream_status_t)rc; /* denoise's status; its message is in err */
-            else if (rc < 0) s = fail(err, err_size, ONNXSTREAM_ERR_INTERNAL, "sampler step %d failed (%d)", i, rc);
+            else if (rc < 0) s = sd_fail(err, err_size, ONNXSTREAM_ERR_INTERNAL, "sampler step %d failed (%d)", i, rc);
             else if (!o->quiet) sd_progress_update(&progress, i + 1);
         }
         if (!o->quiet) sd_progress_finish(&progress, sch.steps, "unet");
@@ -382,26 +400,29 @@ static onnxstream_status_t diffuse(const sd_pipeline_options_t *o, float *latent
     free(d.sample);
     free(d.eps);
     free(d.ctx2);
-    free(cond);
-    free(uncond);
+    free(d.pooled2);
+    sd_text_encoding_free(&cond);
+    sd_text_encoding_free(&uncond);
     onnxstream_model_destroy(unet);
     return s;
 }
 
 /*
- * The decoder folder: vae_decoder_fp16/ or vae_decoder_qu8/ when asked for (calibration needs the W8A8
- * one), vae_decoder_qu8/ in memory mode MIN when it exists (a quarter of the weight bytes to read), else
- * vae_decoder_fp32/, or vae_decoder_fp16/ when there is no fp32 one.
+ * The decoder folder (<decoder> is vae_decoder, or sdxl_vae_decoder for SDXL): <decoder>_fp16/ or
+ * <decoder>_qu8/ when asked for (calibration needs the W8A8 one), <decoder>_qu8/ in memory mode MIN when
+ * it exists (a quarter of the weight bytes to read), else <decoder>_fp32/, or <decoder>_fp16/ when there
+ * is no fp32 one.
  */
 static void decoder_dir(const sd_pipeline_options_t *o, char *path, size_t size) {
+    const char *prefix = layout_of(o)->decoder;
     if (o->decoder_fp16) {
-        join(path, size, o->models_path, "vae_decoder_fp16");
+        snprintf(path, size, "%s/%s_fp16", o->models_path, prefix);
         return;
     }
-    join(path, size, o->models_path, "vae_decoder_qu8");
+    snprintf(path, size, "%s/%s_qu8", o->models_path, prefix);
     if (o->decoder_qu8 || o->decoder_calibrate || (o->memory_mode == ONNXSTREAM_MEMORY_MIN && is_dir(path))) return;
-    join(path, size, o->models_path, "vae_decoder_fp32");
-    if (!is_dir(path)) join(path, size, o->models_path, "vae_decoder_fp16");
+    snprintf(path, size, "%s/%s_fp32", o->models_path, prefix);
+    if (!is_dir(path)) snprintf(path, size, "%s/%s_fp16", o->models_path, prefix);
 }
 
 /* Runs the decoder on one (1,C,h,w) latent (already divided by the latent scale); on success *out views
@@ -416,9 +437,9 @@ static onnxstream_status_t vae_run(onnxstream_model_t *vae, const float *z, cons
         out->struct_size = sizeof *out;
         s = onnxstream_model_get_output(vae, 0, out);
     }
-    if (s != ONNXSTREAM_OK) return fail(err, err_size, s, "vae decoder: %s", onnxstream_model_last_error(vae));
+    if (s != ONNXSTREAM_OK) return sd_fail(err, err_size, s, "vae decoder: %s", onnxstream_model_last_error(vae));
     if (out->dtype != ONNXSTREAM_DTYPE_FLOAT32 || out->rank != 4 || out->shape[1] != 3)
-        return fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL, "vae decoder: output must be float32 (1,3,H,W)");
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL, "vae decoder: output must be float32 (1,3,H,W)");
     return ONNXSTREAM_OK;
 }
 
@@ -440,14 +461,14 @@ static onnxstream_status_t decode_tiles(const sd_pipeline_options_t *o, onnxstre
     int ny = sd_tiles_axis(lh, th, overlap_y, ys, SD_TILES_MAX_PER_AXIS);
     int nx = sd_tiles_axis(lw, tw, overlap_x, xs, SD_TILES_MAX_PER_AXIS);
     if (ny < 0 || nx < 0 || th > lh || tw > lw)
-        return fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT,
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT,
                     "cannot cut a %dx%d latent into %dx%d tiles overlapping by %d", lh, lw, th, tw, o->tile_overlap);
     onnxstream_status_t s = o->tile_cache ? sd_tile_cache_prepare(o->tile_cache, err, err_size) : ONNXSTREAM_OK;
     if (s != ONNXSTREAM_OK) return s;
     float *z = malloc((size_t)c * th * tw * sizeof(float));
     float *acc = NULL, *wsum = NULL;
     int scale = 0, H = 0, W = 0, reused = 0;
-    if (!z) s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!z) s = sd_fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory");
     sd_progress_t progress;
     if (s == ONNXSTREAM_OK && !o->quiet) sd_progress_start(&progress, stderr, ny * nx);
     for (int ty = 0; ty < ny && s == ONNXSTREAM_OK; ++ty) {
@@ -456,14 +477,14 @@ static onnxstream_status_t decode_tiles(const sd_pipeline_options_t *o, onnxstre
                 for (int y = 0; y < th; ++y)
                     for (int x = 0; x < tw; ++x)
                         z[((size_t)ch * th + y) * tw + x] =
-                            (float)(latent[((size_t)ch * lh + ys[ty] + y) * lw + xs[tx] + x] / SD_LATENT_SCALE);
+                            (float)(latent[((size_t)ch * lh + ys[ty] + y) * lw + xs[tx] + x] / layout_of(o)->latent_scale);
             char cached_path[4200];
             float *cached = NULL;
             int oh = 0, ow = 0;
             if (o->tile_cache) {
                 uint64_t key = sd_tile_key(z, (size_t)c * th * tw, decoder_path);
                 if (sd_tile_cache_path(cached_path, sizeof cached_path, o->tile_cache, ty, tx, key) != 0) {
-                    s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "tile cache path too long: %s",
+                    s = sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "tile cache path too long: %s",
                              o->tile_cache);
                     break;
                 }
@@ -489,10 +510,10 @@ static onnxstream_status_t decode_tiles(const sd_pipeline_options_t *o, onnxstre
                 acc = scale >= 1 ? calloc((size_t)3 * H * W, sizeof(float)) : NULL;
                 wsum = scale >= 1 ? calloc((size_t)H * W, sizeof(float)) : NULL;
                 if (scale >= 1 && (!acc || !wsum))
-                    s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for the image");
+                    s = sd_fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for the image");
             }
             if (s == ONNXSTREAM_OK && (scale < 1 || oh != th * scale || ow != tw * scale))
-                s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL, "vae decoder: a %dx%d tile decodes to %dx%d, "
+                s = sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL, "vae decoder: a %dx%d tile decodes to %dx%d, "
                          "not %dx%d like the first tile", th, tw, oh, ow, th * scale, tw * scale);
             if (s == ONNXSTREAM_OK) {
                 int up = ty > 0 ? sd_tiles_overlap_after(ys, ny, th, ty - 1) : 0;
@@ -536,6 +557,12 @@ static int tile_decoder_dir(const sd_pipeline_options_t *o, const char *base, ch
         snprintf(path, size, "%s%s", base, order[i]);
         if (is_dir(path)) return 1;
     }
+    /* OnnxStream's SDXL name: sdxl_vae_decoder_32x32_fp16 for sdxl_vae_decoder_fp16. */
+    const char *suffix = strrchr(base, '_');
+    if (suffix && layout_of(o)->xl) {
+        snprintf(path, size, "%.*s_32x32%s", (int)(suffix - base), base, suffix);
+        if (is_dir(path)) return 1;
+    }
     snprintf(path, size, "%s_l32", base);
     return 0;
 }
@@ -549,7 +576,7 @@ static onnxstream_status_t open_decoder(const sd_pipeline_options_t *o, onnxstre
     *tiled = o->tiled_decode == SD_TILED_ALWAYS ||
              (o->tiled_decode == SD_TILED_AUTO && o->memory_mode == ONNXSTREAM_MEMORY_MIN && have_tiles);
     if (*tiled && !have_tiles)
-        return fail(err, err_size, ONNXSTREAM_ERR_IO, "tiled decoding needs the tile decoder folder %s or %s_l16 "
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_IO, "tiled decoding needs the tile decoder folder %s or %s_l16 "
                     "(the decoder converted with --input-shape input.1=1,4,32,32 or 1,4,16,16)", path, base);
     if (!*tiled) snprintf(path, path_size, "%s", base);
     return open_model(o, path, *tiled ? "vae tile decoder" : "vae decoder", vae, err, err_size);
@@ -565,11 +592,11 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
     if (s != ONNXSTREAM_OK) return s;
     if (o->tile_cache && (!tiled || o->decoder_calibrate)) {
         onnxstream_model_destroy(vae);
-        return fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "--tile-cache needs tiled decoding%s",
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "--tile-cache needs tiled decoding%s",
                     tiled ? ", and calibration must decode every tile" : " (--tiled-decode or --rpi-lowmem)");
     }
     if (o->decoder_calibrate && (s = onnxstream_model_set_calibrate(vae, 1)) != ONNXSTREAM_OK) {
-        fail(err, err_size, s, "vae decoder (%s): %s", path, onnxstream_model_last_error(vae));
+        sd_fail(err, err_size, s, "vae decoder (%s): %s", path, onnxstream_model_last_error(vae));
         onnxstream_model_destroy(vae);
         return s;
     }
@@ -580,7 +607,7 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
                       : decl[2] == lat_shape[2] && decl[3] == lat_shape[3]);
     if (!fits) {
         onnxstream_model_destroy(vae);
-        return fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL,
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL,
                     "vae decoder (%s): expected input input.1 of shape (1,%lld,%lld,%lld)%s", path,
                     (long long)lat_shape[1], (long long)lat_shape[2], (long long)lat_shape[3],
                     tiled ? " or a smaller tile" : "");
@@ -592,8 +619,8 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
     } else {
         size_t n = (size_t)(lat_shape[1] * lat_shape[2] * lat_shape[3]);
         float *z = malloc(n * sizeof(float));
-        if (!z) s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory");
-        for (size_t i = 0; z && i < n; ++i) z[i] = (float)(latent[i] / SD_LATENT_SCALE);
+        if (!z) s = sd_fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory");
+        for (size_t i = 0; z && i < n; ++i) z[i] = (float)(latent[i] / layout_of(o)->latent_scale);
         onnxstream_tensor_view_t v;
         int64_t shape[4] = {1, lat_shape[1], lat_shape[2], lat_shape[3]};
         if (s == ONNXSTREAM_OK) s = vae_run(vae, z, shape, &v, err, err_size);
@@ -602,7 +629,7 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
             w = (int)v.shape[3];
             h = (int)v.shape[2];
             image = malloc((size_t)3 * w * h * sizeof(float));
-            if (!image) s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for the image");
+            if (!image) s = sd_fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for the image");
             else memcpy(image, v.data, (size_t)3 * w * h * sizeof(float));
         }
     }
@@ -611,7 +638,7 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
         char ranges[4200];
         join(ranges, sizeof ranges, path, "range_data.txt");
         s = onnxstream_model_write_range_data(vae, ranges);
-        if (s != ONNXSTREAM_OK) fail(err, err_size, s, "vae decoder calibration: %s", onnxstream_model_last_error(vae));
+        if (s != ONNXSTREAM_OK) sd_fail(err, err_size, s, "vae decoder calibration: %s", onnxstream_model_last_error(vae));
         else if (!o->quiet) fprintf(stderr, "vae decoder calibrated: wrote %s\n", ranges);
     }
     onnxstream_model_destroy(vae);
@@ -620,11 +647,11 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
     if (s == ONNXSTREAM_OK && o->output) {
         uint8_t *rgb = malloc((size_t)w * (size_t)h * 3);
         if (!rgb) {
-            s = fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for the image");
+            s = sd_fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory for the image");
         } else {
             sd_image_from_nchw(image, w, h, rgb);
             sd_image_params_t p = {o->prompt, o->negative_prompt, o->steps, sd_sampler_name(o->sampler),
-                                   o->cfg_scale, o->seed, w, h, NULL};
+                                   o->model == SD_MODEL_SDXL_TURBO ? 1.0 : o->cfg_scale, o->seed, w, h, NULL};
             char *text = sd_image_format_parameters(&p);
             s = sd_png_write(o->output, rgb, w, h, text, err, err_size);
             free(text);
@@ -647,16 +674,16 @@ static onnxstream_status_t decode_latent_shape(const sd_pipeline_options_t *o, i
         onnxstream_model_t *vae = NULL;
         onnxstream_status_t s = open_model(o, path, "vae decoder", &vae, err, err_size);
         if (s == ONNXSTREAM_OK && input_shape(vae, "input.1", lat_shape, 4) != 4)
-            s = fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL, "vae decoder (%s) has no input input.1", path);
+            s = sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL, "vae decoder (%s) has no input input.1", path);
         onnxstream_model_destroy(vae);
         return s;
     }
     struct stat st;
     if (stat(o->decode_latents, &st) != 0)
-        return fail(err, err_size, ONNXSTREAM_ERR_IO, "cannot read latents file %s", o->decode_latents);
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_IO, "cannot read latents file %s", o->decode_latents);
     long side = lround(sqrt((double)st.st_size / (4.0 * sizeof(float))));
     if (side < 1 || (off_t)(side * side * 4 * (long)sizeof(float)) != st.st_size)
-        return fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "latents file %s (%lld bytes) is not a square "
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "latents file %s (%lld bytes) is not a square "
                     "(1,4,h,h) float32 latent; give the full decoder folder %s so its size is known",
                     o->decode_latents, (long long)st.st_size, path);
     lat_shape[0] = 1;
@@ -667,22 +694,26 @@ static onnxstream_status_t decode_latent_shape(const sd_pipeline_options_t *o, i
 
 onnxstream_status_t sd_pipeline_run(const sd_pipeline_options_t *o, char *err, size_t err_size) {
     if (!o || !o->models_path)
-        return fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "no models path given");
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "no models path given");
+    const sd_layout_t *layout = layout_of(o);
     if (!is_dir(o->models_path))
-        return fail(err, err_size, ONNXSTREAM_ERR_IO,
-                    "models folder %s not found (expected text_encoder_fp32/, unet_fp16/ or unet_fp32/, "
-                    "vae_decoder_fp32/ or vae_decoder_fp16/, tokenizer/)",
-                    o->models_path);
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_IO, "models folder %s not found (expected %s/,%s%s %s/, "
+                       "%s_fp32/ or %s_fp16/, %s/)", o->models_path, layout->text_encoders[0],
+                       layout->xl ? " " : "", layout->xl ? layout->text_encoders[1] : "", layout->unets[0],
+                       layout->decoder, layout->decoder, layout->tokenizer);
+    if (o->model == SD_MODEL_SDXL_TURBO && o->negative_prompt)
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT,
+                       "SDXL Turbo takes no negative prompt (it runs without classifier-free guidance)");
     size_t cap = SD_MAX_LATENT_FLOATS;
     float *latent = malloc(cap * sizeof(float));
-    if (!latent) return fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!latent) return sd_fail(err, err_size, ONNXSTREAM_ERR_OUT_OF_MEMORY, "out of memory");
     int64_t lat_shape[4] = {0, 0, 0, 0};
     onnxstream_status_t s = ONNXSTREAM_OK;
     if (o->decode_latents) {
         s = decode_latent_shape(o, lat_shape, err, err_size);
         size_t n = (size_t)(lat_shape[1] * lat_shape[2] * lat_shape[3]);
         if (s == ONNXSTREAM_OK && n > cap)
-            s = fail(err, err_size, ONNXSTREAM_ERR_UNSUPPORTED, "latents larger than (1,4,256,256)");
+            s = sd_fail(err, err_size, ONNXSTREAM_ERR_UNSUPPORTED, "latents larger than (1,4,256,256)");
         if (s == ONNXSTREAM_OK) s = sd_latents_load(o->decode_latents, latent, n, err, err_size);
     } else {
         s = diffuse(o, latent, lat_shape, err, err_size);

@@ -1,10 +1,10 @@
 /*
- * txt2img pipeline: text encoder -> UNet with classifier-free guidance -> VAE decoder, on three onnxstream
+ * txt2img pipeline: text encoder(s) -> UNet with classifier-free guidance -> VAE decoder, on onnxstream
  * models loaded one after the other (each is destroyed before the next is created, so only one model's
  * working set is ever alive).
  *
- * Model folder layout (OnnxStream's published SD 1.5 layout, also what onnxstream-convert produces):
- *   <models>/text_encoder_fp32/   input onnx::Reshape_0 (1,77) int64 -> output 0 (1,77,768)
+ * SD 1.5 model folder layout (OnnxStream's published SD 1.5 layout, also what onnxstream-convert produces):
+ *   <models>/text_encoder_fp32/   input onnx::Reshape_0 (1,77) int64 -> a (1,77,768) output
  *   <models>/unet_fp16/           inputs sample (B,4,h,w), timestep (1) float32, encoder_hidden_states
  *                                 (B,77k,768) -> output 0 (B,4,h,w) (B = 1, or 2 for cond+uncond in one batch)
  *     (unet_fp32/ is used when unet_fp16/ is absent)
@@ -15,6 +15,16 @@
  *                                 (1,4,16,16) latent tiles, for tiled decoding (the tile size is read from the
  *                                 model; memory mode MIN prefers _l16, the others _l32)
  *   <models>/tokenizer/           vocab.txt + merges.txt (or pass tokenizer_path)
+ * SDXL 1.0 and SDXL Turbo (OnnxStream's folder names):
+ *   <models>/sdxl_text_encoder_1_fp32/  CLIP ViT-L: input input_ids (1,77) int64 -> the penultimate hidden
+ *                                 state (1,77,768) as an output
+ *   <models>/sdxl_text_encoder_2_fp32/  OpenCLIP ViT-bigG: input input_ids (ids after the end token are 0) ->
+ *                                 the penultimate hidden state (1,77,1280) and the pooled text_embeds (1,1280)
+ *   <models>/sdxl_unet_fp16/      inputs sample, timestep, encoder_hidden_states (B,77k,2048), text_embeds
+ *                                 (B,1280), time_ids (B,6); SDXL Turbo first looks for sdxl_unet_anyshape_fp16/
+ *   <models>/sdxl_vae_decoder_fp32/ or _fp16/ (and _qu8/), with tile decoders <decoder>_l32/, _l16/ or
+ *                                 OnnxStream's sdxl_vae_decoder_32x32_fp16/
+ *   <models>/sdxl_tokenizer/      vocab.txt + merges.txt
  * Image and latent sizes are read from the models' declared input shapes.
  */
 #ifndef SD_PIPELINE_H
@@ -33,13 +43,21 @@ enum {
     SD_TILED_ALWAYS = 2 /* a missing tile decoder folder is an error */
 };
 
+/* Which family of Stable Diffusion models the folder holds. */
+typedef enum sd_model_kind {
+    SD_MODEL_SD15 = 0,   /* SD 1.x */
+    SD_MODEL_SDXL,       /* SDXL 1.0 base: two text encoders, size conditioning, CFG */
+    SD_MODEL_SDXL_TURBO  /* SDXL Turbo: as SDXL without CFG or negative prompt, trailing timesteps */
+} sd_model_kind;
+
 typedef struct sd_pipeline_options {
     const char *models_path;
-    const char *tokenizer_path;   /* NULL: <models_path>/tokenizer */
+    int model;                    /* an sd_model_kind */
+    const char *tokenizer_path;   /* NULL: <models_path>/tokenizer (SDXL: sdxl_tokenizer) */
     const char *prompt;
-    const char *negative_prompt;  /* may be NULL */
+    const char *negative_prompt;  /* may be NULL (SDXL: NULL means zero embeddings for the unconditional run) */
     int steps;
-    double cfg_scale;
+    double cfg_scale;             /* SDXL Turbo ignores it (one UNet run per step, no guidance) */
     uint64_t seed;
     sd_sampler_kind sampler;
     int threads;                  /* 0: one per core */
@@ -62,7 +80,8 @@ typedef struct sd_pipeline_options {
                                      tiles already there, so a stopped decode resumes (may be NULL) */
 } sd_pipeline_options_t;
 
-/* Fill defaults: 20 steps, cfg 7.5, seed 0, euler_a, balanced memory mode, tiles when in MIN mode. */
+/* Fill defaults: SD 1.5, 20 steps, cfg 7.5, seed 0, euler_a, balanced memory mode, tiles when in MIN mode.
+ * For SDXL Turbo, callers usually set steps 1. */
 void sd_pipeline_options_init(sd_pipeline_options_t *o);
 
 /*

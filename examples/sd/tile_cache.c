@@ -1,24 +1,17 @@
 #include "tile_cache.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "status.h"
+
 /* File layout: the 8-byte magic, then channels, h, w as little-endian uint32, then the floats. The
  * floats are in host order: a cache is for resuming on the machine that wrote it. */
 static const char tile_magic[8] = {'S', 'D', 'T', 'I', 'L', 'E', '1', '\0'};
 enum { TILE_HEADER = 20, TILE_MAX_SIDE = 1 << 14 };
-
-static onnxstream_status_t fail(char *err, size_t err_size, onnxstream_status_t s, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && err_size) vsnprintf(err, err_size, fmt, ap);
-    va_end(ap);
-    return s;
-}
 
 uint64_t sd_tile_key(const float *latent, size_t count, const char *decoder_path) {
     uint64_t h = 14695981039346656037ull;
@@ -37,10 +30,10 @@ onnxstream_status_t sd_tile_cache_prepare(const char *dir, char *err, size_t err
     struct stat st;
     if (stat(dir, &st) == 0) {
         if (S_ISDIR(st.st_mode)) return ONNXSTREAM_OK;
-        return fail(err, err_size, ONNXSTREAM_ERR_IO, "tile cache %s is not a folder", dir);
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_IO, "tile cache %s is not a folder", dir);
     }
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return fail(err, err_size, ONNXSTREAM_ERR_IO, "cannot create the tile cache folder %s: %s", dir,
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_IO, "cannot create the tile cache folder %s: %s", dir,
                     strerror(errno));
     return ONNXSTREAM_OK;
 }
@@ -82,9 +75,9 @@ onnxstream_status_t sd_tile_cache_store(const char *path, const float *tile, int
                                         size_t err_size) {
     char tmp[4200];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return fail(err, err_size, ONNXSTREAM_ERR_IO, "tile cache path too long: %s", path);
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_IO, "tile cache path too long: %s", path);
     FILE *fp = fopen(tmp, "wb");
-    if (!fp) return fail(err, err_size, ONNXSTREAM_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    if (!fp) return sd_fail(err, err_size, ONNXSTREAM_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
     unsigned char head[TILE_HEADER];
     memcpy(head, tile_magic, sizeof tile_magic);
     put_u32(head + 8, (uint32_t)channels);
@@ -96,7 +89,7 @@ onnxstream_status_t sd_tile_cache_store(const char *path, const float *tile, int
     if (!ok || rename(tmp, path) != 0) {
         int e = errno;
         remove(tmp);
-        return fail(err, err_size, ONNXSTREAM_ERR_IO, "cannot write the tile %s: %s", path, strerror(e));
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_IO, "cannot write the tile %s: %s", path, strerror(e));
     }
     return ONNXSTREAM_OK;
 }
