@@ -23,19 +23,20 @@ typedef struct sd_layout {
     int xl;
     const char *tokenizer;
     const char *text_encoders[2]; /* the second only for SDXL */
-    const char *unets[2];         /* tried in order; the second may be NULL */
+    const char *unets[3];         /* tried in order (NULL ends the list early) */
     const char *decoder;          /* prefix of the decoder folders: <decoder>_fp32, _fp16, _qu8 */
     double latent_scale;          /* the VAE decodes latents / latent_scale */
 } sd_layout_t;
 
-static const sd_layout_t sd15_layout = {0, "tokenizer", {"text_encoder_fp32", NULL}, {"unet_fp16", "unet_fp32"},
+static const sd_layout_t sd15_layout = {0, "tokenizer", {"text_encoder_fp32", NULL}, {"unet_fp16", "unet_fp32", NULL},
                                         "vae_decoder", 0.18215};
 static const sd_layout_t sdxl_layout = {1, "sdxl_tokenizer", {"sdxl_text_encoder_1_fp32", "sdxl_text_encoder_2_fp32"},
-                                        {"sdxl_unet_fp16", "sdxl_unet_fp32"}, "sdxl_vae_decoder", 0.13025};
+                                        {"sdxl_unet_fp16", "sdxl_unet_fp32", NULL}, "sdxl_vae_decoder", 0.13025};
 /* Turbo generates at any size in OnnxStream's layout: its "anyshape" UNet comes first. */
 static const sd_layout_t turbo_layout = {1, "sdxl_tokenizer",
                                          {"sdxl_text_encoder_1_fp32", "sdxl_text_encoder_2_fp32"},
-                                         {"sdxl_unet_anyshape_fp16", "sdxl_unet_fp16"}, "sdxl_vae_decoder", 0.13025};
+                                         {"sdxl_unet_anyshape_fp16", "sdxl_unet_fp16", "sdxl_unet_fp32"}, "sdxl_vae_decoder",
+                                         0.13025};
 
 static const sd_layout_t *layout_of(const sd_pipeline_options_t *o) {
     return o->model == SD_MODEL_SDXL ? &sdxl_layout : o->model == SD_MODEL_SDXL_TURBO ? &turbo_layout : &sd15_layout;
@@ -237,7 +238,8 @@ static onnxstream_status_t run_text_encoder(const sd_pipeline_options_t *o, cons
                               err_size);
     onnxstream_model_destroy(te); /* only one model's working set at a time */
     if (s == ONNXSTREAM_OK && !o->quiet)
-        fprintf(stderr, "%s: %zu chunk(s) x %d prompt(s) in %.1f s\n", folder, cond->chunks, with_negative ? 2 : 1,
+        fprintf(stderr, "text encoder: %s, %zu chunk(s) x %d prompt(s) in %.1f s\n", folder, cond->chunks,
+                with_negative ? 2 : 1,
                 sd_progress_now() - start);
     return s;
 }
@@ -331,8 +333,16 @@ static onnxstream_status_t diffuse(const sd_pipeline_options_t *o, float *latent
     char path[4096];
     onnxstream_model_t *unet = NULL;
     if (s == ONNXSTREAM_OK) {
+        /* The first folder that exists; the first name for the error message when none does. */
         join(path, sizeof path, o->models_path, layout->unets[0]);
-        if (!is_dir(path) && layout->unets[1]) join(path, sizeof path, o->models_path, layout->unets[1]);
+        for (int i = 0; i < 3 && layout->unets[i]; ++i) {
+            char candidate[4096];
+            join(candidate, sizeof candidate, o->models_path, layout->unets[i]);
+            if (is_dir(candidate)) {
+                memcpy(path, candidate, sizeof path);
+                break;
+            }
+        }
         s = open_model(o, path, "unet", &unet, err, err_size);
     }
     denoise_ctx_t d;

@@ -21,7 +21,8 @@
  *   <models>/sdxl_text_encoder_2_fp32/  OpenCLIP ViT-bigG: input input_ids (ids after the end token are 0) ->
  *                                 the penultimate hidden state (1,77,1280) and the pooled text_embeds (1,1280)
  *   <models>/sdxl_unet_fp16/      inputs sample, timestep, encoder_hidden_states (B,77k,2048), text_embeds
- *                                 (B,1280), time_ids (B,6); SDXL Turbo first looks for sdxl_unet_anyshape_fp16/
+ *                                 (B,1280), time_ids (B,6) (or sdxl_unet_fp32/); SDXL Turbo first looks for
+ *                                 sdxl_unet_anyshape_fp16/
  *   <models>/sdxl_vae_decoder_fp32/ or _fp16/ (and _qu8/), with tile decoders <decoder>_l32/, _l16/ or
  *                                 OnnxStream's sdxl_vae_decoder_32x32_fp16/
  *   <models>/sdxl_tokenizer/      vocab.txt + merges.txt

@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+"""Full-size SDXL Turbo with the `sd` example, and the SDXL UNet beside ONNX Runtime (a benchmark, not a test).
+
+Generates (or reuses) the full-size SDXL-architecture models with tests/sd/gen_sdxl.py (random weights: the
+image is noise, the figures are what matter; 2.6 G UNet parameters at 64x64 latents, i.e. 512x512 images)
+and converts them into OnnxStream's SDXL folder layout with examples/sd/make_models.py --family sdxl, then:
+  - `sd --turbo --rpi-lowmem` (1 step, 512x512: memory mode min, weights read per op, flash attention, tiled
+    VAE decode) inside a memory cgroup limited to --limit-mb (default 300 MB: OnnxStream's published
+    "under 300 MB"), under /usr/bin/time -v;
+  - the fp16 UNet alone in memory mode min (onnxstream-run, --unet-runs runs) and ONNX Runtime on the float32
+    ONNX file (tests/bench/ort_case_run.js, its default graph optimisations, same thread count), each under
+    /usr/bin/time -v; ONNX Runtime is skipped with --no-ort (it needs about 11 GB for the float32 weights).
+Prints exit status, seconds, peak RSS and the cgroup's peak charge of each run; writes WORK/sdxl_turbo.json.
+
+usage: tests/bench/sdxl_turbo.py --build BUILD_DIR [--work DIR] [--onnx GEN_DIR] [--threads N]
+                                 [--limit-mb 300] [--size full|small] [--no-ort]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(ROOT, "examples", "sd"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_models import make_models  # noqa: E402
+from sd_e2e import MemoryCgroup, parse_sd, time_v  # noqa: E402
+
+PROMPT = "a photograph of an astronaut riding a horse on mars, highly detailed"
+
+
+def log(msg):
+    print(f"sdxl_turbo.py: {msg}", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--work", default="/tmp/onnxstream-sdxl")
+    ap.add_argument("--onnx", help="reuse gen_sdxl.py --size full output (sd/<model>/model.onnx)")
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--limit-mb", type=int, default=300)
+    ap.add_argument("--size", choices=["full", "small"], default="full", help="small: a quick check of this script")
+    ap.add_argument("--unet-runs", type=int, default=1)
+    ap.add_argument("--no-ort", action="store_true", help="skip ONNX Runtime's float32 UNet run")
+    args = ap.parse_args()
+
+    build = os.path.abspath(args.build)
+    sd = os.path.join(build, "examples", "sd", "sd")
+    run = os.path.join(build, "src", "tools", "onnxstream-run")
+    for exe in (sd, run):
+        if not os.access(exe, os.X_OK):
+            sys.exit(f"sdxl_turbo.py: {exe} not found; build first (ninja -C {args.build})")
+    tokenizer = os.path.join(ROOT, "..", "shared", "data", "clip", "bpe_simple_vocab_16e6.txt.gz")
+    work = os.path.abspath(args.work)
+    logs = os.path.join(work, "logs")
+    os.makedirs(logs, exist_ok=True)
+    results = {"size": args.size, "threads": args.threads, "limit_mb": args.limit_mb}
+    onnx_dir = os.path.abspath(args.onnx) if args.onnx else os.path.join(work, "onnx")
+
+    models = os.path.join(work, "models")
+    log(f"models ({args.size}) into {models}")
+    results["convert_seconds"] = make_models(build, models, args.size, args.onnx, onnx_dir, family="sdxl")
+
+    # 1. SDXL Turbo, one step, --rpi-lowmem inside the memory cgroup.
+    log(f"sd --turbo --rpi-lowmem inside a {args.limit_mb} MB memory cgroup")
+    try:
+        cg = MemoryCgroup(args.limit_mb * 2**20)
+    except OSError as e:
+        cg = None
+        results["cgroup_error"] = str(e)
+        log(f"no memory cgroup ({e}); running without the limit")
+    try:
+        cmd = [sd, "--turbo", "--rpi-lowmem", "--models-path", models, "--tokenizer", tokenizer, "--prompt", PROMPT,
+               "--seed", "42", "--threads", str(args.threads), "--output", os.path.join(work, "turbo.png")]
+        err, wall, rss, rc = time_v(cmd, os.path.join(logs, "sd_turbo_lowmem.log"), cg.prefix() if cg else ())
+        entry = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss)
+        entry["text_encoder_seconds"] = round(sum(float(v) for v in re.findall(r"text encoder: .* in ([\d.]+) s",
+                                                                                  err)), 1)
+        if cg:
+            entry["cgroup"] = cg.report()
+        results["turbo_rpi_lowmem"] = entry
+    finally:
+        if cg:
+            cg.remove()
+
+    # 2. The UNet alone: onnxstream fp16 in memory mode min, ONNX Runtime float32.
+    case = os.path.join(onnx_dir, "sd", "sdxl_unet")
+    meta = json.load(open(os.path.join(case, "case.json")))
+    threads = args.threads or os.cpu_count()
+    log("sdxl_unet_fp16, onnxstream-run --memory-mode min")
+    cmd = [run, os.path.join(models, "sdxl_unet_fp16"), "--memory-mode", "min", "--threads", str(threads), "--runs",
+           str(args.unet_runs), "--json", "--output-dir", os.path.join(work, "unet_out")]
+    for inp in meta["inputs"]:
+        cmd += ["--input", f"{inp['name']}={os.path.join(case, inp['file'])}"]
+    os.makedirs(os.path.join(work, "unet_out"), exist_ok=True)
+    _, wall, rss, rc = time_v(cmd, os.path.join(logs, "unet_min.log"))
+    out = open(os.path.join(logs, "unet_min.log")).read()  # time_v keeps stdout in the log
+    stats = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    results["unet_min"] = dict(exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss,
+                               runs_s=stats[-1]["runs_s"] if stats else None)
+    if not args.no_ort:
+        node = subprocess.run(["sh", "-c", "command -v node || command -v nodejs"], capture_output=True,
+                              text=True).stdout.strip()
+        log("ONNX Runtime, float32 UNet")
+        _, wall, rss, rc = time_v([node, os.path.join(ROOT, "tests", "bench", "ort_case_run.js"), case, str(threads),
+                                   str(args.unet_runs)], os.path.join(logs, "unet_ort.log"))
+        out = open(os.path.join(logs, "unet_ort.log")).read()
+        stats = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        results["unet_ort_fp32"] = dict(exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss,
+                                        runs_s=stats[-1]["runs_s"] if stats else None)
+
+    with open(os.path.join(work, "sdxl_turbo.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    fmt = lambda v, p=1: "-" if v is None else f"{v:.{p}f}"  # noqa: E731
+    t = results["turbo_rpi_lowmem"]
+    print(f"\nSDXL Turbo ({args.size}), sd --turbo --rpi-lowmem, 1 step, {args.limit_mb} MB cgroup")
+    print(f"exit {t['exit_code']}, unet {fmt(t.get('unet_seconds'))} s, text encoders {fmt(t.get('text_encoder_seconds'))} s, "
+          f"vae {fmt(t.get('vae_seconds'))} s, total {fmt(t.get('total_seconds'))} s, peak RSS "
+          f"{fmt(t.get('peak_rss_mb'))} MB, cgroup peak {fmt((t.get('cgroup') or {}).get('peak_charge_mb'))} MB, "
+          f"OOM kills {(t.get('cgroup') or {}).get('oom_kills')}")
+    print(f"\nSDXL UNet ({args.size}), {args.unet_runs} run(s) of one denoising step, {threads} threads")
+    for name in ("unet_min", "unet_ort_fp32"):
+        r = results.get(name)
+        if r:
+            runs = ", ".join(f"{v:.1f}" for v in r.get("runs_s") or [])
+            print(f"{name:<14} exit {r['exit_code']}  run(s) {runs} s  process {fmt(r['wall_seconds'])} s  "
+                  f"peak RSS {fmt(r['peak_rss_mb'])} MB")
+    bad = [n for n in ("turbo_rpi_lowmem", "unet_min", "unet_ort_fp32") if n in results and results[n]["exit_code"]]
+    if bad:
+        sys.exit(f"sdxl_turbo.py: {', '.join(bad)} failed; see {logs}")
+
+
+if __name__ == "__main__":
+    main()
