@@ -178,4 +178,52 @@ void run_and_compare(const std::string &model_dir, const std::string &case_dir, 
     }
 }
 
+std::string sd_case_dir(const char *env_var, const std::string &model) {
+    const char *v = std::getenv(env_var);
+    return std::string(v ? v : "") + "/sd/" + model;
+}
+
+void check_sd_model(const std::string &case_dir, const std::vector<std::string> &txt_inputs, bool fp16,
+                    const std::vector<std::string> &unfolded) {
+    std::string model = case_dir.substr(case_dir.rfind('/') + 1);
+    ASSERT_TRUE(exists(case_dir + "/model.onnx"))
+        << case_dir << "/model.onnx missing: the cases folder variable does not point at the generator's --out";
+    Scratch scratch("onnxstream-sd-test");
+    Conversion c = convert(case_dir + "/model.onnx", scratch.out(), fp16);
+    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
+    for (const auto &w : c.warnings) std::printf("converter warning: %s\n", w.c_str());
+    // The converter's own summary line: "N nodes before simplification, M after".
+    for (const auto &line : lines_of(c.report))
+        if (line.find("nodes before") != std::string::npos)
+            std::printf("%s%s:%s\n", model.c_str(), fp16 ? " fp16" : "", line.c_str());
+
+    std::string txt = read_text(scratch.out() + "/model.txt");
+    auto ops = op_counts(txt);
+    // Shape arithmetic and constants must be folded into weights: the exports are full of them.
+    for (const char *folded : {"Shape", "Constant", "ConstantOfShape", "Identity", "Gather", "Equal", "Where"})
+        if (std::find(unfolded.begin(), unfolded.end(), folded) == unfolded.end()) {
+            EXPECT_EQ(ops[folded], 0u) << model << ": " << folded << " left in model.txt";
+        }
+    for (const auto &name : txt_inputs)
+        EXPECT_NE(txt.find(name + "("), std::string::npos) << "input " << name << " missing from model.txt";
+    if (fp16) {
+        // The bulk of SD's weights (convolution kernels, projection matrices) must stream as float16.
+        size_t half = 0;
+        for (const auto &line : lines_of(txt)) {
+            std::string head = line.substr(0, line.find('*'));
+            std::string type = head.substr(head.rfind(':') + 1);
+            if (type != "Conv" && type != "MatMul" && type != "Gemm") continue;
+            for (size_t at = line.find(".bin("); at != std::string::npos; at = line.find(".bin(", at + 1)) {
+                std::string spec = line.substr(at + 5, line.find(')', at) - at - 5);
+                bool matrix = spec.find(',') != std::string::npos;
+                if (spec.rfind("float16:", 0) == 0) ++half;
+                EXPECT_FALSE(matrix && spec.rfind("float32:", 0) == 0) << model << ": float32 weight in " << line;
+            }
+        }
+        EXPECT_GT(half, 0u) << "no float16 weight written";
+    }
+
+    run_and_compare(scratch.out(), case_dir, fp16 ? 1e-2 : 1e-4, HUGE_VAL);
+}
+
 } // namespace onnxstream::testing

@@ -1,6 +1,6 @@
 // Shared by the converter test programs (tests/convert, tests/sd): file helpers, a scratch folder,
-// onnxstream_convert_onnx with its report collected, and "run the converted model on a generated case and
-// compare with ONNX Runtime". Public C API only.
+// onnxstream_convert_onnx with its report collected, "run the converted model on a generated case and
+// compare with ONNX Runtime", and the Stable Diffusion models' conversion check. Public C API only.
 #pragma once
 
 #include <cstddef>
@@ -62,5 +62,18 @@ std::map<std::string, std::vector<std::string>> read_names(const std::string &ca
 void run_and_compare(const std::string &model_dir, const std::string &case_dir, double rel_l2_tol,
                      double max_abs_tol, const onnxstream_model_options_t *options = nullptr,
                      uint64_t *transposes = nullptr);
+
+// The Stable Diffusion tests (tests/sd: sd_test, sdxl_test). A generated model's folder: $<env_var>/sd/<model>.
+std::string sd_case_dir(const char *env_var, const std::string &model);
+
+// Converts one generated SD model (case_dir/model.onnx) with float32 or float16 weights and prints the
+// converter's node counts; checks model.txt: shape arithmetic and constants folded (Shape, Constant,
+// ConstantOfShape, Identity, Gather, Equal, Where; the ops in `unfolded` may stay, e.g. an embedding's
+// Gather), every name of `txt_inputs` (model.txt spellings, OnnxStream's escaping) present as an input,
+// with fp16 no float32 Conv/MatMul/Gemm weight matrix and at least one float16 weight; then runs it on the
+// case's inputs and compares every output with ONNX Runtime's: relative L2 error <= 1e-4 with float32
+// weights, <= 1e-2 with float16 (no max-abs bound: the outputs are unscaled).
+void check_sd_model(const std::string &case_dir, const std::vector<std::string> &txt_inputs, bool fp16,
+                    const std::vector<std::string> &unfolded = {});
 
 } // namespace onnxstream::testing

@@ -9,6 +9,10 @@ AutoencoderKL.decoder, so torch.onnx.export produces the same graph patterns as 
 names follow OnnxStream's published SD 1.5 models: text encoder input `onnx::Reshape_0` (1,77) int64,
 UNet inputs `sample`, `timestep` (1,) float32, `encoder_hidden_states`, VAE decoder input `input.1`.
 
+The building blocks also take the keyword parameters SDXL needs (tests/sd/gen_sdxl.py: exact GELU in CLIP,
+the hidden states of every layer, several transformer blocks per level, linear proj_in/proj_out, per-level
+head counts, the text_time addition embedding); their defaults are SD 1.5's.
+
 --size small keeps every block type and connection but shrinks widths, depths and resolutions so the three
 models export and run in seconds (the 'sd' meson test suite); --size full is SD 1.5 itself (the UNet's
 3.4 GB of float32 weights go to external data files, as torch.onnx.export writes them past 2 GB).
@@ -92,8 +96,10 @@ class ClipAttention(nn.Module):
 
 
 class ClipLayer(nn.Module):
-    def __init__(self, width, heads):
+    def __init__(self, width, heads, hidden_act="quick_gelu"):
         super().__init__()
+        assert hidden_act in ("quick_gelu", "gelu")
+        self.hidden_act = hidden_act
         self.self_attn = ClipAttention(width, heads)
         self.layer_norm1 = nn.LayerNorm(width)
         self.fc1 = nn.Linear(width, 4 * width)
@@ -103,23 +109,32 @@ class ClipLayer(nn.Module):
     def forward(self, x, causal_mask):
         x = x + self.self_attn(self.layer_norm1(x), causal_mask)
         h = self.fc1(self.layer_norm2(x))
-        h = h * torch.sigmoid(1.702 * h)  # quick_gelu
+        if self.hidden_act == "quick_gelu":
+            h = h * torch.sigmoid(1.702 * h)
+        else:
+            h = F.gelu(h)  # transformers' "gelu": the exact erf form
         return x + self.fc2(h)
 
 
 class ClipTextEncoder(nn.Module):
-    def __init__(self, vocab, positions, width, layers, heads):
+    def __init__(self, vocab, positions, width, layers, heads, hidden_act="quick_gelu"):
         super().__init__()
         self.token_embedding = nn.Embedding(vocab, width)
         self.position_embedding = nn.Embedding(positions, width)
         self.register_buffer("position_ids", torch.arange(positions).expand((1, -1)))
-        self.layers = nn.ModuleList([ClipLayer(width, heads) for _ in range(layers)])
+        self.layers = nn.ModuleList([ClipLayer(width, heads, hidden_act) for _ in range(layers)])
         self.final_layer_norm = nn.LayerNorm(width)
         with torch.no_grad():  # CLIP's initialisation scale, so 12 layers keep activations in range
             self.token_embedding.weight.normal_(0, 0.02)
             self.position_embedding.weight.normal_(0, 0.01)
 
     def forward(self, input_ids):
+        return self.encode(input_ids)[0]
+
+    def encode(self, input_ids):
+        """(last_hidden_state, hidden_states) as transformers returns them with output_hidden_states=True:
+        hidden_states[0] is the embeddings, hidden_states[i] the i-th layer's output (the last one without
+        final_layer_norm)."""
         shape = input_ids.size()
         input_ids = input_ids.view(-1, shape[-1])
         t = input_ids.shape[-1]
@@ -129,9 +144,11 @@ class ClipTextEncoder(nn.Module):
         mask.fill_(torch.tensor(torch.finfo(x.dtype).min))
         mask.triu_(1)
         mask = mask.unsqueeze(1)
+        hidden_states = [x]
         for layer in self.layers:
             x = layer(x, mask)
-        return self.final_layer_norm(x)
+            hidden_states.append(x)
+        return self.final_layer_norm(x), tuple(hidden_states)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -246,31 +263,46 @@ class BasicTransformerBlock(nn.Module):
 
 
 class Transformer2D(nn.Module):
-    def __init__(self, c, heads, context_dim, groups):
+    """diffusers Transformer2DModel: `depth` BasicTransformerBlocks; proj_in/proj_out are 1x1 convolutions
+    (SD 1.5) or, with use_linear_projection (SD 2, SDXL), Linear layers applied to the tokens."""
+
+    def __init__(self, c, heads, context_dim, groups, depth=1, use_linear_projection=False):
         super().__init__()
+        self.use_linear_projection = use_linear_projection
         self.norm = nn.GroupNorm(groups, c, eps=1e-6)
-        self.proj_in = nn.Conv2d(c, c, 1)
-        self.transformer_blocks = nn.ModuleList([BasicTransformerBlock(c, heads, context_dim)])
-        self.proj_out = nn.Conv2d(c, c, 1)
+        self.proj_in = nn.Linear(c, c) if use_linear_projection else nn.Conv2d(c, c, 1)
+        self.transformer_blocks = nn.ModuleList([BasicTransformerBlock(c, heads, context_dim) for _ in range(depth)])
+        self.proj_out = nn.Linear(c, c) if use_linear_projection else nn.Conv2d(c, c, 1)
 
     def forward(self, x, context):
         b, c, h, w = x.shape
         residual = x
-        x = self.proj_in(self.norm(x))
-        x = x.permute(0, 2, 3, 1).reshape(b, h * w, c)
+        x = self.norm(x)
+        if not self.use_linear_projection:
+            x = self.proj_in(x)
+            x = x.permute(0, 2, 3, 1).reshape(b, h * w, c)
+        else:
+            x = x.permute(0, 2, 3, 1).reshape(b, h * w, c)
+            x = self.proj_in(x)
         for blk in self.transformer_blocks:
             x = blk(x, context)
-        x = x.reshape(b, h, w, c).permute(0, 3, 1, 2).contiguous()
-        return self.proj_out(x) + residual
+        if not self.use_linear_projection:
+            x = x.reshape(b, h, w, c).permute(0, 3, 1, 2).contiguous()
+            x = self.proj_out(x)
+        else:
+            x = self.proj_out(x)
+            x = x.reshape(b, h, w, c).permute(0, 3, 1, 2).contiguous()
+        return x + residual
 
 
 class DownBlock(nn.Module):
-    def __init__(self, cin, cout, temb, layers, attention, heads, context_dim, groups, downsample):
+    def __init__(self, cin, cout, temb, layers, attention, heads, context_dim, groups, downsample, depth=1,
+                 use_linear_projection=False):
         super().__init__()
         self.resnets = nn.ModuleList([ResnetBlock(cin if i == 0 else cout, cout, groups, 1e-5, temb)
                                       for i in range(layers)])
-        self.attentions = nn.ModuleList([Transformer2D(cout, heads, context_dim, groups) for _ in range(layers)]) \
-            if attention else None
+        self.attentions = nn.ModuleList([Transformer2D(cout, heads, context_dim, groups, depth, use_linear_projection)
+                                         for _ in range(layers)]) if attention else None
         self.downsamplers = nn.ModuleList([Downsample(cout)]) if downsample else None
 
     def forward(self, x, temb, context):
@@ -287,15 +319,16 @@ class DownBlock(nn.Module):
 
 
 class UpBlock(nn.Module):
-    def __init__(self, cin, cprev, cout, temb, layers, attention, heads, context_dim, groups, upsample):
+    def __init__(self, cin, cprev, cout, temb, layers, attention, heads, context_dim, groups, upsample, depth=1,
+                 use_linear_projection=False):
         super().__init__()
         resnets = []
         for i in range(layers):
             skip = cin if i == layers - 1 else cout
             resnets.append(ResnetBlock((cprev if i == 0 else cout) + skip, cout, groups, 1e-5, temb))
         self.resnets = nn.ModuleList(resnets)
-        self.attentions = nn.ModuleList([Transformer2D(cout, heads, context_dim, groups) for _ in range(layers)]) \
-            if attention else None
+        self.attentions = nn.ModuleList([Transformer2D(cout, heads, context_dim, groups, depth, use_linear_projection)
+                                         for _ in range(layers)]) if attention else None
         self.upsamplers = nn.ModuleList([Upsample(cout)]) if upsample else None
 
     def forward(self, x, skips, temb, context):
@@ -310,10 +343,10 @@ class UpBlock(nn.Module):
 
 
 class MidBlock(nn.Module):
-    def __init__(self, c, temb, heads, context_dim, groups):
+    def __init__(self, c, temb, heads, context_dim, groups, depth=1, use_linear_projection=False):
         super().__init__()
         self.resnets = nn.ModuleList([ResnetBlock(c, c, groups, 1e-5, temb), ResnetBlock(c, c, groups, 1e-5, temb)])
-        self.attentions = nn.ModuleList([Transformer2D(c, heads, context_dim, groups)])
+        self.attentions = nn.ModuleList([Transformer2D(c, heads, context_dim, groups, depth, use_linear_projection)])
 
     def forward(self, x, temb, context):
         x = self.resnets[0](x, temb)
@@ -342,36 +375,62 @@ def timestep_embedding(timesteps, dim, max_period=10000):
 
 
 class UNet(nn.Module):
+    """heads and transformer_depth: one value for every level or one per level (diffusers' attention_head_dim,
+    which it uses as the head count, and transformer_layers_per_block; the up blocks take them reversed, the
+    mid block the last level's unless mid_depth is given). addition_time_embed_dim: diffusers'
+    addition_embed_type "text_time" (SDXL): forward then also takes text_embeds (B, P) and time_ids (B, 6),
+    and projection_class_embeddings_input_dim is P + 6 * addition_time_embed_dim."""
+
     def __init__(self, in_channels, out_channels, channels, attention, layers_per_block, heads, context, groups,
-                 **_):
+                 transformer_depth=1, mid_depth=None, use_linear_projection=False, addition_time_embed_dim=None,
+                 projection_class_embeddings_input_dim=None, **_):
         super().__init__()
+        n = len(channels)
+        heads = (heads,) * n if isinstance(heads, int) else tuple(heads)
+        depth = (transformer_depth,) * n if isinstance(transformer_depth, int) else tuple(transformer_depth)
+        mid_depth = depth[-1] if mid_depth is None else mid_depth
         c0 = channels[0]
         temb = 4 * c0
         self.c0 = c0
         self.time_embedding = TimestepEmbedding(c0, temb)
+        self.addition_time_embed_dim = addition_time_embed_dim
+        if addition_time_embed_dim:
+            self.add_embedding = TimestepEmbedding(projection_class_embeddings_input_dim, temb)
         self.conv_in = nn.Conv2d(in_channels, c0, 3, padding=1)
         self.down_blocks = nn.ModuleList()
         cout = c0
         for i, c in enumerate(channels):
             cin, cout = cout, c
-            self.down_blocks.append(DownBlock(cin, cout, temb, layers_per_block, attention[i], heads, context, groups,
-                                              downsample=i < len(channels) - 1))
-        self.mid_block = MidBlock(channels[-1], temb, heads, context, groups)
+            self.down_blocks.append(DownBlock(cin, cout, temb, layers_per_block, attention[i], heads[i], context,
+                                              groups, downsample=i < n - 1, depth=depth[i],
+                                              use_linear_projection=use_linear_projection))
+        self.mid_block = MidBlock(channels[-1], temb, heads[-1], context, groups, mid_depth, use_linear_projection)
         self.up_blocks = nn.ModuleList()
         rev = list(reversed(channels))
         rev_attention = list(reversed(attention))
+        rev_heads = list(reversed(heads))
+        rev_depth = list(reversed(depth))
         cout = rev[0]
         for i, c in enumerate(rev):
             cprev, cout = cout, c
             cin = rev[min(i + 1, len(rev) - 1)]
-            self.up_blocks.append(UpBlock(cin, cprev, cout, temb, layers_per_block + 1, rev_attention[i], heads,
-                                          context, groups, upsample=i < len(rev) - 1))
+            self.up_blocks.append(UpBlock(cin, cprev, cout, temb, layers_per_block + 1, rev_attention[i], rev_heads[i],
+                                          context, groups, upsample=i < len(rev) - 1, depth=rev_depth[i],
+                                          use_linear_projection=use_linear_projection))
         self.conv_norm_out = nn.GroupNorm(groups, c0, eps=1e-5)
         self.conv_out = nn.Conv2d(c0, out_channels, 3, padding=1)
 
-    def forward(self, sample, timestep, encoder_hidden_states):
+    def forward(self, sample, timestep, encoder_hidden_states, text_embeds=None, time_ids=None):
         timesteps = timestep.expand(sample.shape[0])
         temb = self.time_embedding(timestep_embedding(timesteps, self.c0))
+        if self.addition_time_embed_dim:
+            # diffusers' add_time_proj (Timesteps(addition_time_embed_dim, True, 0)) on every time id, then
+            # add_embedding on [text_embeds, time embeddings].
+            time_embeds = timestep_embedding(time_ids.flatten(), self.addition_time_embed_dim)
+            time_embeds = time_embeds.reshape((text_embeds.shape[0], -1))
+            add_embeds = torch.concat([text_embeds, time_embeds], dim=-1)
+            add_embeds = add_embeds.to(temb.dtype)
+            temb = temb + self.add_embedding(add_embeds)
         x = self.conv_in(sample)
         skips = [x]
         for block in self.down_blocks:
@@ -511,29 +570,34 @@ def make_models(size, seed):
 
 def export(name, module, inputs, output_name, case_dir):
     """Export at opset 14 like a real SD 1.5 export (file path, so torch writes external data past 2 GB);
-    returns (parameter count, PyTorch output, seconds)."""
+    output_name: one name, or a list of names for a module returning a tuple. Writes the case files
+    (torch_<k>.npy: PyTorch's outputs) and returns (parameter count, seconds)."""
     os.makedirs(case_dir)
+    output_names = [output_name] if isinstance(output_name, str) else list(output_name)
     t0 = time.time()
     args = tuple(torch.from_numpy(a) for _, a in inputs)
     with torch.no_grad():
-        ref = module(*args).numpy()
+        refs = module(*args)
+        refs = [r.numpy() for r in (refs if isinstance(refs, tuple) else (refs,))]
         torch.onnx.export(module, args, os.path.join(case_dir, "model.onnx"), opset_version=OPSET,
-                          input_names=[n for n, _ in inputs], output_names=[output_name],
+                          input_names=[n for n, _ in inputs], output_names=output_names,
                           do_constant_folding=True)
     params = sum(p.numel() for p in module.parameters())
-    meta = {"inputs": [], "outputs": [{"index": 0, "name": output_name, "file": "expected_0.npy",
-                                       "shape": list(ref.shape)}], "parameters": params}
+    meta = {"inputs": [], "outputs": [{"index": k, "name": n, "file": f"expected_{k}.npy", "shape": list(r.shape)}
+                                      for k, (n, r) in enumerate(zip(output_names, refs))], "parameters": params}
     for i, (n, a) in enumerate(inputs):
         np.save(os.path.join(case_dir, f"input_{i}.npy"), a)
         meta["inputs"].append({"index": i, "name": n, "kind": "input", "file": f"input_{i}.npy",
                                "dtype": str(a.dtype), "shape": list(a.shape)})
-    np.save(os.path.join(case_dir, "torch_0.npy"), ref)
+    for k, r in enumerate(refs):
+        np.save(os.path.join(case_dir, f"torch_{k}.npy"), r)
     with open(os.path.join(case_dir, "case.json"), "w") as f:
         json.dump(meta, f, indent=1)
     with open(os.path.join(case_dir, "names.txt"), "w") as f:
         for e in meta["inputs"]:
             f.write(f"input {e['index']} {e['name']}\n")
-        f.write(f"output 0 {output_name}\n")
+        for e in meta["outputs"]:
+            f.write(f"output {e['index']} {e['name']}\n")
     return params, time.time() - t0
 
 

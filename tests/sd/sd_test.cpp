@@ -5,36 +5,16 @@
 // <= 1e-4; float16 weights: <= 1e-2). The converter's node counts before/after simplification are printed.
 //
 // Environment: ONNXSTREAM_SD_CASES (gen_sd.py's --out).
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "onnxstream.h"
 #include "common/conversion_util.h"
-#include "util/npy.h"
 
 namespace {
 
-using onnxstream::tools::NpyArray;
-using onnxstream::tools::read_npy;
 using namespace onnxstream::testing;
-
-std::string case_dir(const std::string &name) {
-    const char *v = std::getenv("ONNXSTREAM_SD_CASES");
-    return std::string(v ? v : "") + "/sd/" + name;
-}
 
 struct Expectation {
     const char *model;
@@ -42,47 +22,12 @@ struct Expectation {
     std::vector<std::string> txt_inputs;
 };
 
-// Converts one model, checks the result, runs it and compares with ONNX Runtime.
+// Converts one model, checks the result, runs it and compares with ONNX Runtime (check_sd_model).
 void check_model(const Expectation &e, bool fp16) {
-    std::string dir = case_dir(e.model);
-    ASSERT_TRUE(exists(dir + "/model.onnx")) << "ONNXSTREAM_SD_CASES does not point at gen_sd.py's output (" << dir
-                                             << ")";
-    Scratch scratch("onnxstream-sd-test");
-    Conversion c = convert(dir + "/model.onnx", scratch.out(), fp16);
-    ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
-    for (const auto &w : c.warnings) std::printf("converter warning: %s\n", w.c_str());
-    // The converter's own summary line: "N nodes before simplification, M after".
-    for (const auto &line : lines_of(c.report))
-        if (line.find("nodes before") != std::string::npos) std::printf("%s%s:%s\n", e.model, fp16 ? " fp16" : "", line.c_str());
-
-    std::string txt = read_text(scratch.out() + "/model.txt");
-    auto ops = op_counts(txt);
-    // Shape arithmetic and constants must be folded into weights: the exports are full of them.
-    for (const char *folded : {"Shape", "Constant", "ConstantOfShape", "Identity", "Gather", "Equal", "Where"})
-        if (std::string(folded) != "Gather" || std::string(e.model) != "text_encoder") { // the embedding lookup stays
-            EXPECT_EQ(ops[folded], 0u) << e.model << ": " << folded << " left in model.txt";
-        }
-    for (const auto &name : e.txt_inputs)
-        EXPECT_NE(txt.find(name + "("), std::string::npos) << "input " << name << " missing from model.txt";
-    if (fp16) {
-        // The bulk of SD's weights (convolution kernels, projection matrices) must stream as float16.
-        size_t half = 0;
-        for (const auto &line : lines_of(txt)) {
-            std::string head = line.substr(0, line.find('*'));
-            std::string type = head.substr(head.rfind(':') + 1);
-            if (type != "Conv" && type != "MatMul" && type != "Gemm") continue;
-            for (size_t at = line.find(".bin("); at != std::string::npos; at = line.find(".bin(", at + 1)) {
-                std::string spec = line.substr(at + 5, line.find(')', at) - at - 5);
-                bool matrix = spec.find(',') != std::string::npos;
-                if (spec.rfind("float16:", 0) == 0) ++half;
-                EXPECT_FALSE(matrix && spec.rfind("float32:", 0) == 0) << e.model << ": float32 weight in " << line;
-            }
-        }
-        EXPECT_GT(half, 0u) << "no float16 weight written";
-    }
-
-    // float32 weights: rel L2 <= 1e-4; float16 weights: <= 1e-2 (no max-abs bound: outputs are unscaled).
-    run_and_compare(scratch.out(), dir, fp16 ? 1e-2 : 1e-4, HUGE_VAL);
+    // The text encoder's embedding lookup stays a Gather.
+    std::vector<std::string> unfolded;
+    if (std::string(e.model) == "text_encoder") unfolded.push_back("Gather");
+    check_sd_model(sd_case_dir("ONNXSTREAM_SD_CASES", e.model), e.txt_inputs, fp16, unfolded);
 }
 
 const Expectation kTextEncoder{"text_encoder", {"onnx_3A__3A_Reshape_5F_0"}};
