@@ -21,7 +21,8 @@ UNet2DConditionModel / AutoencoderKL.decoder:
   `encoder_hidden_states` (B,77,2048), `text_embeds` (B,1280), `time_ids` (B,6) float32; output `out_sample`.
   sdxl_unet_batch2 is the same UNet at batch 2 (cond + uncond in one run, classifier-free guidance).
 - sdxl_vae_decoder: SDXL's VAE decoder has SD 1.5's architecture (gen_sd.VaeDecoder): input `input.1`, output
-  `sample`; sdxl_vae_decoder_tile is the same weights at half the latent size (tiled decoding).
+  `sample`; sdxl_vae_decoder_tile and _tile_small are the same weights at half and a quarter of the latent
+  size (tiled decoding).
 
 --size full is SDXL itself at a 64x64 latent (512x512 images, SDXL Turbo's size; --latent 128 for SDXL 1.0's
 1024x1024); the UNet's 10 GB and the second encoder's 2.8 GB of float32 weights go to external data files, as
@@ -93,7 +94,7 @@ PUBLISHED = {
 }
 
 MODELS = ["sdxl_text_encoder_1", "sdxl_text_encoder_2", "sdxl_unet", "sdxl_vae_decoder", "sdxl_vae_decoder_tile",
-          "sdxl_unet_batch2"]
+          "sdxl_unet_batch2", "sdxl_vae_decoder_tile_small"]
 
 BOS, EOS = 49406, 49407
 
@@ -150,7 +151,8 @@ def build(family, cfg):
 
 
 FAMILY = {"sdxl_text_encoder_1": "text_1", "sdxl_text_encoder_2": "text_2", "sdxl_unet": "unet",
-          "sdxl_unet_batch2": "unet", "sdxl_vae_decoder": "vae", "sdxl_vae_decoder_tile": "vae"}
+          "sdxl_unet_batch2": "unet", "sdxl_vae_decoder": "vae", "sdxl_vae_decoder_tile": "vae",
+          "sdxl_vae_decoder_tile_small": "vae"}
 SEED_OFFSET = {"text_1": 0, "text_2": 1, "unet": 2, "vae": 3}
 
 
@@ -190,7 +192,7 @@ def cases(size, seed, wanted, latent):
                 ]
                 outputs = ["out_sample"]
             else:
-                ls = latent if name == "sdxl_vae_decoder" else latent // 2
+                ls = {"sdxl_vae_decoder": latent, "sdxl_vae_decoder_tile": latent // 2}.get(name, latent // 4)
                 inputs = [("input.1", rng.standard_normal((1, cfg["vae"]["latent"], ls, ls)).astype(np.float32))]
                 outputs = ["sample"]
             yield name, module, inputs, outputs
