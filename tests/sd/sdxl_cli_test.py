@@ -201,6 +201,9 @@ def main():
             zeros = (np.zeros_like(cond[0]), np.zeros_like(cond[1]))
             want = reference_latents(ort, latent_shape, seed, sigmas, timesteps, cond, zeros, 4.0)
             compare_run("--xl 2 steps, no negative prompt", lat, out3, want, ort)
+            again = os.path.join(work, "xl_again.png")
+            subprocess.run(xl + ["--output", again], check=True, capture_output=True)
+            check(open(out3, "rb").read() == open(again, "rb").read(), "--xl: same seed, byte-identical PNG")
         # With a negative prompt, its own embeddings.
         lat_n, out4 = os.path.join(work, "xl_neg.bin"), os.path.join(work, "xl_neg.png")
         r = subprocess.run(xl + ["--neg-prompt", "blurry", "--save-latents", lat_n, "--output", out4],
