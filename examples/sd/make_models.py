@@ -59,6 +59,9 @@ def make_models(build, out, size="small", onnx_dir=None, work=None, family="sd15
         sys.exit(f"make_models.py: {convert} not found; build first (ninja -C {build})")
     out = os.path.abspath(out)
     work = os.path.abspath(work or out.rstrip("/") + ".onnx")
+    if onnx_dir and os.path.abspath(onnx_dir) == work:
+        sys.exit("make_models.py: the folder for generated models must not be the --onnx folder (generating "
+                 "replaces it)")
     onnx = {m: os.path.join(os.path.abspath(onnx_dir), "sd", m, "model.onnx") for m in models} if onnx_dir else {}
     missing = [m for m in models if not os.path.exists(onnx.get(m, ""))]
     if missing:

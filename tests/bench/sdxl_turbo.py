@@ -59,11 +59,11 @@ def main():
     logs = os.path.join(work, "logs")
     os.makedirs(logs, exist_ok=True)
     results = {"size": args.size, "threads": args.threads, "limit_mb": args.limit_mb}
-    onnx_dir = os.path.abspath(args.onnx) if args.onnx else os.path.join(work, "onnx")
+    generated = os.path.join(work, "onnx")  # what --onnx lacks is generated here (never into --onnx itself)
 
     models = os.path.join(work, "models")
     log(f"models ({args.size}) into {models}")
-    results["convert_seconds"] = make_models(build, models, args.size, args.onnx, onnx_dir, family="sdxl")
+    results["convert_seconds"] = make_models(build, models, args.size, args.onnx, generated, family="sdxl")
 
     # 1. SDXL Turbo, one step, --rpi-lowmem inside the memory cgroup.
     log(f"sd --turbo --rpi-lowmem inside a {args.limit_mb} MB memory cgroup")
@@ -88,7 +88,9 @@ def main():
             cg.remove()
 
     # 2. The UNet alone: onnxstream fp16 in memory mode min, ONNX Runtime float32.
-    case = os.path.join(onnx_dir, "sd", "sdxl_unet")
+    case = os.path.join(args.onnx or generated, "sd", "sdxl_unet")
+    if not os.path.exists(os.path.join(case, "case.json")):
+        case = os.path.join(generated, "sd", "sdxl_unet")
     meta = json.load(open(os.path.join(case, "case.json")))
     threads = args.threads or os.cpu_count()
     log("sdxl_unet_fp16, onnxstream-run --memory-mode min")
