@@ -7,7 +7,8 @@ and converts them into OnnxStream's SDXL folder layout with examples/sd/make_mod
   - `sd --turbo --rpi-lowmem` (1 step, 512x512: memory mode min, weights read per op, flash attention, tiled
     VAE decode) inside a memory cgroup limited to --limit-mb (default 300 MB: OnnxStream's published
     "under 300 MB"), under /usr/bin/time -v;
-  - the fp16 UNet alone in memory mode min (onnxstream-run, --unet-runs runs) and ONNX Runtime on the float32
+  - the fp16 UNet alone in memory mode min (onnxstream-run --profile, --unet-runs runs; the profile gives the
+    peak tracked tensor memory per UNet level) and ONNX Runtime on the float32
     ONNX file (tests/bench/ort_case_run.js, its default graph optimisations, same thread count), each under
     /usr/bin/time -v; ONNX Runtime is skipped with --no-ort (it needs about 11 GB for the float32 weights).
 Prints exit status, seconds, peak RSS and the cgroup's peak charge of each run; writes WORK/sdxl_turbo.json.
@@ -34,6 +35,23 @@ PROMPT = "a photograph of an astronaut riding a horse on mars, highly detailed"
 
 def log(msg):
     print(f"sdxl_turbo.py: {msg}", flush=True)
+
+
+def level_peaks(trace):
+    """Peak tracked tensor memory (MB) per UNet level, from the profile's per-op memory: ops are grouped by the
+    first component of their ONNX node name (/down_blocks.1/attentions.0/... -> down_blocks.1)."""
+    with open(trace) as f:
+        events = json.load(f)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    peaks = {}
+    for e in events:
+        args = e.get("args") or {}
+        if e.get("ph") != "X" or "memory_bytes" not in args:
+            continue
+        parts = [p for p in str(args.get("op", "")).split("/") if p]
+        level = parts[0] if len(parts) > 1 else "(top level)"
+        peaks[level] = max(peaks.get(level, 0.0), args["memory_bytes"] / 2**20)
+    return {k: round(v, 1) for k, v in peaks.items()}
 
 
 def main():
@@ -94,8 +112,9 @@ def main():
     meta = json.load(open(os.path.join(case, "case.json")))
     threads = args.threads or os.cpu_count()
     log("sdxl_unet_fp16, onnxstream-run --memory-mode min")
+    trace = os.path.join(work, "unet_min_profile.json")
     cmd = [run, os.path.join(models, "sdxl_unet_fp16"), "--memory-mode", "min", "--threads", str(threads), "--runs",
-           str(args.unet_runs), "--json", "--output-dir", os.path.join(work, "unet_out")]
+           str(args.unet_runs), "--json", "--output-dir", os.path.join(work, "unet_out"), "--profile", trace]
     for inp in meta["inputs"]:
         cmd += ["--input", f"{inp['name']}={os.path.join(case, inp['file'])}"]
     os.makedirs(os.path.join(work, "unet_out"), exist_ok=True)
@@ -103,7 +122,8 @@ def main():
     out = open(os.path.join(logs, "unet_min.log")).read()  # time_v keeps stdout in the log
     stats = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     results["unet_min"] = dict(exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss,
-                               runs_s=stats[-1]["runs_s"] if stats else None)
+                               runs_s=stats[-1]["runs_s"] if stats else None,
+                               tracked_peak_mb_per_level=level_peaks(trace) if rc == 0 else None)
     if not args.no_ort:
         node = subprocess.run(["sh", "-c", "command -v node || command -v nodejs"], capture_output=True,
                               text=True).stdout.strip()
@@ -131,6 +151,10 @@ def main():
             runs = ", ".join(f"{v:.1f}" for v in r.get("runs_s") or [])
             print(f"{name:<14} exit {r['exit_code']}  run(s) {runs} s  process {fmt(r['wall_seconds'])} s  "
                   f"peak RSS {fmt(r['peak_rss_mb'])} MB")
+    levels = results["unet_min"].get("tracked_peak_mb_per_level") or {}
+    if levels:
+        print("\npeak tracked tensor memory per UNet level, memory mode min (MB): " +
+              ", ".join(f"{k} {v}" for k, v in levels.items()))
     bad = [n for n in ("turbo_rpi_lowmem", "unet_min", "unet_ort_fp32") if n in results and results[n]["exit_code"]]
     if bad:
         sys.exit(f"sdxl_turbo.py: {', '.join(bad)} failed; see {logs}")
