@@ -7,14 +7,15 @@ and converts them into OnnxStream's SDXL folder layout with examples/sd/make_mod
   - `sd --turbo --rpi-lowmem` (1 step, 512x512: memory mode min, weights read per op, flash attention, tiled
     VAE decode) inside a memory cgroup limited to --limit-mb (default 300 MB: OnnxStream's published
     "under 300 MB"), under /usr/bin/time -v;
-  - the fp16 UNet alone in memory mode min (onnxstream-run --profile, --unet-runs runs; the profile gives the
-    peak tracked tensor memory per UNet level) and ONNX Runtime on the float32
+  - the fp16 UNet alone in memory modes min and balanced (onnxstream-run, --unet-runs runs; min's --profile
+    gives the peak tracked tensor memory per UNet level) and ONNX Runtime on the float32
     ONNX file (tests/bench/ort_case_run.js, its default graph optimisations, same thread count), each under
-    /usr/bin/time -v; ONNX Runtime is skipped with --no-ort (it needs about 11 GB for the float32 weights).
+    /usr/bin/time -v (ONNX Runtime needs about 10 GB for the float32 weights; leave it out with --parts).
 Prints exit status, seconds, peak RSS and the cgroup's peak charge of each run; writes WORK/sdxl_turbo.json.
 
 usage: tests/bench/sdxl_turbo.py --build BUILD_DIR [--work DIR] [--onnx GEN_DIR] [--threads N]
-                                 [--limit-mb 300] [--size full|small] [--no-ort]
+                                 [--limit-mb 300] [--size full|small] [--parts turbo,unet,ort]
+                                 [--unet-modes min,balanced] [--unet-runs N]
 """
 import argparse
 import json
@@ -63,7 +64,8 @@ def main():
     ap.add_argument("--limit-mb", type=int, default=300)
     ap.add_argument("--size", choices=["full", "small"], default="full", help="small: a quick check of this script")
     ap.add_argument("--unet-runs", type=int, default=1)
-    ap.add_argument("--no-ort", action="store_true", help="skip ONNX Runtime's float32 UNet run")
+    ap.add_argument("--parts", default="turbo,unet,ort", help="which runs: turbo, unet, ort")
+    ap.add_argument("--unet-modes", default="min,balanced", help="memory modes of the onnxstream UNet runs")
     args = ap.parse_args()
 
     build = os.path.abspath(args.build)
@@ -83,79 +85,88 @@ def main():
     log(f"models ({args.size}) into {models}")
     results["convert_seconds"] = make_models(build, models, args.size, args.onnx, generated, family="sdxl")
 
+    parts = set(args.parts.split(","))
     # 1. SDXL Turbo, one step, --rpi-lowmem inside the memory cgroup.
-    log(f"sd --turbo --rpi-lowmem inside a {args.limit_mb} MB memory cgroup")
-    try:
-        cg = MemoryCgroup(args.limit_mb * 2**20)
-    except OSError as e:
-        cg = None
-        results["cgroup_error"] = str(e)
-        log(f"no memory cgroup ({e}); running without the limit")
-    try:
-        cmd = [sd, "--turbo", "--rpi-lowmem", "--models-path", models, "--tokenizer", tokenizer, "--prompt", PROMPT,
-               "--seed", "42", "--threads", str(args.threads), "--output", os.path.join(work, "turbo.png")]
-        err, wall, rss, rc = time_v(cmd, os.path.join(logs, "sd_turbo_lowmem.log"), cg.prefix() if cg else ())
-        entry = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss)
-        entry["text_encoder_seconds"] = round(sum(float(v) for v in re.findall(r"text encoder: .* in ([\d.]+) s",
-                                                                                  err)), 1)
-        if cg:
-            entry["cgroup"] = cg.report()
-        results["turbo_rpi_lowmem"] = entry
-    finally:
-        if cg:
-            cg.remove()
+    if "turbo" in parts:
+        log(f"sd --turbo --rpi-lowmem inside a {args.limit_mb} MB memory cgroup")
+        try:
+            cg = MemoryCgroup(args.limit_mb * 2**20)
+        except OSError as e:
+            cg = None
+            results["cgroup_error"] = str(e)
+            log(f"no memory cgroup ({e}); running without the limit")
+        try:
+            cmd = [sd, "--turbo", "--rpi-lowmem", "--models-path", models, "--tokenizer", tokenizer, "--prompt",
+                   PROMPT, "--seed", "42", "--threads", str(args.threads), "--output", os.path.join(work, "turbo.png")]
+            err, wall, rss, rc = time_v(cmd, os.path.join(logs, "sd_turbo_lowmem.log"), cg.prefix() if cg else ())
+            entry = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss)
+            entry["text_encoder_seconds"] = round(sum(float(v) for v in re.findall(r"text encoder: .* in ([\d.]+) s",
+                                                                                      err)), 1)
+            if cg:
+                entry["cgroup"] = cg.report()
+            results["turbo_rpi_lowmem"] = entry
+        finally:
+            if cg:
+                cg.remove()
 
-    # 2. The UNet alone: onnxstream fp16 in memory mode min, ONNX Runtime float32.
+    # 2. The UNet alone: onnxstream fp16 in each memory mode, ONNX Runtime float32.
     case = os.path.join(args.onnx or generated, "sd", "sdxl_unet")
     if not os.path.exists(os.path.join(case, "case.json")):
         case = os.path.join(generated, "sd", "sdxl_unet")
     meta = json.load(open(os.path.join(case, "case.json")))
     threads = args.threads or os.cpu_count()
-    log("sdxl_unet_fp16, onnxstream-run --memory-mode min")
-    trace = os.path.join(work, "unet_min_profile.json")
-    cmd = [run, os.path.join(models, "sdxl_unet_fp16"), "--memory-mode", "min", "--threads", str(threads), "--runs",
-           str(args.unet_runs), "--json", "--output-dir", os.path.join(work, "unet_out"), "--profile", trace]
-    for inp in meta["inputs"]:
-        cmd += ["--input", f"{inp['name']}={os.path.join(case, inp['file'])}"]
-    os.makedirs(os.path.join(work, "unet_out"), exist_ok=True)
-    _, wall, rss, rc = time_v(cmd, os.path.join(logs, "unet_min.log"))
-    out = open(os.path.join(logs, "unet_min.log")).read()  # time_v keeps stdout in the log
-    stats = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    results["unet_min"] = dict(exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss,
-                               runs_s=stats[-1]["runs_s"] if stats else None,
-                               tracked_peak_mb_per_level=level_peaks(trace) if rc == 0 else None)
-    if not args.no_ort:
+    for mode in args.unet_modes.split(",") if "unet" in parts else []:
+        log(f"sdxl_unet_fp16, onnxstream-run --memory-mode {mode}")
+        trace = os.path.join(work, f"unet_{mode}_profile.json")
+        cmd = [run, os.path.join(models, "sdxl_unet_fp16"), "--memory-mode", mode, "--threads", str(threads),
+               "--runs", str(args.unet_runs), "--json", "--output-dir", os.path.join(work, "unet_out")]
+        cmd += ["--profile", trace] if mode == "min" else []
+        for inp in meta["inputs"]:
+            cmd += ["--input", f"{inp['name']}={os.path.join(case, inp['file'])}"]
+        os.makedirs(os.path.join(work, "unet_out"), exist_ok=True)
+        log_file = os.path.join(logs, f"unet_{mode}.log")
+        _, wall, rss, rc = time_v(cmd, log_file)
+        stats = [json.loads(line) for line in open(log_file).read().splitlines() if line.startswith("{")]
+        results[f"unet_{mode}"] = dict(exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss,
+                                       runs_s=stats[-1]["runs_s"] if stats else None)
+        if mode == "min" and rc == 0:
+            results["unet_min"]["tracked_peak_mb_per_level"] = level_peaks(trace)
+    if "ort" in parts:
         node = subprocess.run(["sh", "-c", "command -v node || command -v nodejs"], capture_output=True,
                               text=True).stdout.strip()
         log("ONNX Runtime, float32 UNet")
+        log_file = os.path.join(logs, "unet_ort.log")
         _, wall, rss, rc = time_v([node, os.path.join(ROOT, "tests", "bench", "ort_case_run.js"), case, str(threads),
-                                   str(args.unet_runs)], os.path.join(logs, "unet_ort.log"))
-        out = open(os.path.join(logs, "unet_ort.log")).read()
-        stats = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+                                   str(args.unet_runs)], log_file)
+        stats = [json.loads(line) for line in open(log_file).read().splitlines() if line.startswith("{")]
         results["unet_ort_fp32"] = dict(exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss,
                                         runs_s=stats[-1]["runs_s"] if stats else None)
 
     with open(os.path.join(work, "sdxl_turbo.json"), "w") as f:
         json.dump(results, f, indent=1)
     fmt = lambda v, p=1: "-" if v is None else f"{v:.{p}f}"  # noqa: E731
-    t = results["turbo_rpi_lowmem"]
-    print(f"\nSDXL Turbo ({args.size}), sd --turbo --rpi-lowmem, 1 step, {args.limit_mb} MB cgroup")
-    print(f"exit {t['exit_code']}, unet {fmt(t.get('unet_seconds'))} s, text encoders {fmt(t.get('text_encoder_seconds'))} s, "
-          f"vae {fmt(t.get('vae_seconds'))} s, total {fmt(t.get('total_seconds'))} s, peak RSS "
-          f"{fmt(t.get('peak_rss_mb'))} MB, cgroup peak {fmt((t.get('cgroup') or {}).get('peak_charge_mb'))} MB, "
-          f"OOM kills {(t.get('cgroup') or {}).get('oom_kills')}")
-    print(f"\nSDXL UNet ({args.size}), {args.unet_runs} run(s) of one denoising step, {threads} threads")
-    for name in ("unet_min", "unet_ort_fp32"):
-        r = results.get(name)
-        if r:
-            runs = ", ".join(f"{v:.1f}" for v in r.get("runs_s") or [])
-            print(f"{name:<14} exit {r['exit_code']}  run(s) {runs} s  process {fmt(r['wall_seconds'])} s  "
-                  f"peak RSS {fmt(r['peak_rss_mb'])} MB")
-    levels = results["unet_min"].get("tracked_peak_mb_per_level") or {}
+    t = results.get("turbo_rpi_lowmem")
+    if t:
+        print(f"\nSDXL Turbo ({args.size}), sd --turbo --rpi-lowmem, 1 step, {args.limit_mb} MB cgroup")
+        print(f"exit {t['exit_code']}, unet {fmt(t.get('unet_seconds'))} s, text encoders "
+              f"{fmt(t.get('text_encoder_seconds'))} s, vae {fmt(t.get('vae_seconds'))} s, total "
+              f"{fmt(t.get('total_seconds'))} s, peak RSS {fmt(t.get('peak_rss_mb'))} MB, cgroup peak "
+              f"{fmt((t.get('cgroup') or {}).get('peak_charge_mb'))} MB, OOM kills {(t.get('cgroup') or {}).get('oom_kills')}")
+    unet_runs = [n for n in results if n.startswith("unet_")]
+    if unet_runs:
+        print(f"\nSDXL UNet ({args.size}), {args.unet_runs} run(s) of one denoising step, {threads} threads")
+    ort = (results.get("unet_ort_fp32") or {}).get("runs_s")
+    for name in unet_runs:
+        r = results[name]
+        runs = r.get("runs_s") or []
+        ratio = f"  {runs[-1] / ort[-1]:.2f}x ONNX Runtime's time" if runs and ort else ""
+        print(f"{name:<14} exit {r['exit_code']}  run(s) {', '.join(f'{v:.1f}' for v in runs)} s{ratio}  process "
+              f"{fmt(r['wall_seconds'])} s  peak RSS {fmt(r['peak_rss_mb'])} MB")
+    levels = (results.get("unet_min") or {}).get("tracked_peak_mb_per_level") or {}
     if levels:
         print("\npeak tracked tensor memory per UNet level, memory mode min (MB): " +
               ", ".join(f"{k} {v}" for k, v in levels.items()))
-    bad = [n for n in ("turbo_rpi_lowmem", "unet_min", "unet_ort_fp32") if n in results and results[n]["exit_code"]]
+    bad = [n for n in results if isinstance(results[n], dict) and results[n].get("exit_code")]
     if bad:
         sys.exit(f"sdxl_turbo.py: {', '.join(bad)} failed; see {logs}")
 
