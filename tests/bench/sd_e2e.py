@@ -116,6 +116,24 @@ class MemoryCgroup:
             pass
 
 
+def run_in_cgroup(cmd, logfile, limit_mb, results):
+    """time_v(cmd) inside a memory cgroup of limit_mb; without a cgroup controller, unlimited (noted in
+    results["cgroup_error"]). Returns time_v's (stderr, wall, peak RSS MB, exit code) and the cgroup's report
+    (None without one)."""
+    try:
+        cg = MemoryCgroup(limit_mb * 2**20)
+    except OSError as e:
+        cg = None
+        results["cgroup_error"] = str(e)
+        log(f"no memory cgroup ({e}); running without the limit")
+    try:
+        measured = time_v(cmd, logfile, cg.prefix() if cg else ())
+        return measured, cg.report() if cg else None
+    finally:
+        if cg:
+            cg.remove()
+
+
 def parse_sd(stderr):
     out = {}
     m = re.search(r"unet: (\d+) steps in ([\d.]+) s \(([\d.]+) s/step\)", stderr)
@@ -176,23 +194,14 @@ def main():
     # 3. --rpi-lowmem inside a memory cgroup.
     if "rpi-lowmem" in runs:
         log(f"sd --rpi-lowmem inside a {args.limit_mb} MB memory cgroup")
-        try:
-            cg = MemoryCgroup(args.limit_mb * 2**20)
-        except OSError as e:
-            cg = None
-            results["cgroup_error"] = str(e)
-            log(f"no memory cgroup ({e}); running without the limit")
-        try:
-            err, wall, rss, rc = time_v(common + ["--rpi-lowmem", "--output", os.path.join(work, "lowmem.png")],
-                                        os.path.join(logs, "sd_rpi_lowmem.log"), cg.prefix() if cg else ())
-            entry = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss,
-                         limit_mb=args.limit_mb if cg else None)
-            if cg:
-                entry["cgroup"] = cg.report()
-            results["rpi_lowmem"] = entry
-        finally:
-            if cg:
-                cg.remove()
+        (err, wall, rss, rc), cgroup = run_in_cgroup(
+            common + ["--rpi-lowmem", "--output", os.path.join(work, "lowmem.png")],
+            os.path.join(logs, "sd_rpi_lowmem.log"), args.limit_mb, results)
+        entry = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss,
+                     limit_mb=args.limit_mb if cgroup else None)
+        if cgroup:
+            entry["cgroup"] = cgroup
+        results["rpi_lowmem"] = entry
 
     # 4. The VAE alone, tiled, in memory mode min (issue 4's VAE working-set target) on the default run's latents.
     latents = os.path.join(work, "latents.bin")

@@ -29,7 +29,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(ROOT, "examples", "sd"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_models import make_models  # noqa: E402
-from sd_e2e import MemoryCgroup, parse_sd, time_v  # noqa: E402
+from sd_e2e import parse_sd, run_in_cgroup, time_v  # noqa: E402
 
 PROMPT = "a photograph of an astronaut riding a horse on mars, highly detailed"
 
@@ -89,25 +89,16 @@ def main():
     # 1. SDXL Turbo, one step, --rpi-lowmem inside the memory cgroup.
     if "turbo" in parts:
         log(f"sd --turbo --rpi-lowmem inside a {args.limit_mb} MB memory cgroup")
-        try:
-            cg = MemoryCgroup(args.limit_mb * 2**20)
-        except OSError as e:
-            cg = None
-            results["cgroup_error"] = str(e)
-            log(f"no memory cgroup ({e}); running without the limit")
-        try:
-            cmd = [sd, "--turbo", "--rpi-lowmem", "--models-path", models, "--tokenizer", tokenizer, "--prompt",
-                   PROMPT, "--seed", "42", "--threads", str(args.threads), "--output", os.path.join(work, "turbo.png")]
-            err, wall, rss, rc = time_v(cmd, os.path.join(logs, "sd_turbo_lowmem.log"), cg.prefix() if cg else ())
-            entry = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss)
-            entry["text_encoder_seconds"] = round(sum(float(v) for v in re.findall(r"text encoder: .* in ([\d.]+) s",
-                                                                                      err)), 1)
-            if cg:
-                entry["cgroup"] = cg.report()
-            results["turbo_rpi_lowmem"] = entry
-        finally:
-            if cg:
-                cg.remove()
+        cmd = [sd, "--turbo", "--rpi-lowmem", "--models-path", models, "--tokenizer", tokenizer, "--prompt",
+               PROMPT, "--seed", "42", "--threads", str(args.threads), "--output", os.path.join(work, "turbo.png")]
+        (err, wall, rss, rc), cgroup = run_in_cgroup(cmd, os.path.join(logs, "sd_turbo_lowmem.log"), args.limit_mb,
+                                                     results)
+        entry = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss)
+        entry["text_encoder_seconds"] = round(sum(float(v) for v in re.findall(r"text encoder: .* in ([\d.]+) s",
+                                                                                  err)), 1)
+        if cgroup:
+            entry["cgroup"] = cgroup
+        results["turbo_rpi_lowmem"] = entry
 
     # 2. The UNet alone: onnxstream fp16 in each memory mode, ONNX Runtime float32.
     case = os.path.join(args.onnx or generated, "sd", "sdxl_unet")

@@ -28,18 +28,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 
 import case_output  # noqa: E402
 import cross_exe  # noqa: E402
+from checklist import check, finish  # noqa: E402
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-
 
 def float_model(rng):
     def init(name, arr):
@@ -293,5 +285,4 @@ def main():
 
 if __name__ == "__main__":
     main()
-    print(f"{len(failures)} failed")
-    sys.exit(1 if failures else 0)
+    finish()

@@ -26,22 +26,9 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import case_output  # noqa: E402
 import cross_exe  # noqa: E402
+from checklist import check, finish  # noqa: E402
 
 LATENT_SCALE = 0.18215
-
-failures = []
-passes = 0
-
-
-def check(cond, what):
-    global passes
-    if cond:
-        passes += 1
-        print(f"ok   {what}")
-    else:
-        failures.append(what)
-        print(f"FAIL {what}")
-
 
 def png_info(path):
     """(width, height, {keyword: text}) from a PNG's IHDR and tEXt chunks."""
@@ -305,8 +292,7 @@ def main():
         check(r.stdout.strip() == "320 1125 539 550 18376 6765 320 4558 525 7496", "--print-tokens prints CLIP ids")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        print(f"{passes} passed, {len(failures)} failed")
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 if __name__ == "__main__":

@@ -29,29 +29,12 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "sd", "tests"))
 import case_output  # noqa: E402
 import cross_exe  # noqa: E402
+from checklist import check, finish, rel_l2  # noqa: E402
 import scheduler_reference as ref  # noqa: E402
+from sd_cli_test import convert_case  # noqa: E402
 
 LATENT_SCALE = 0.13025
 BOS, EOS = 49406, 49407
-
-failures = []
-passes = 0
-
-
-def check(cond, what):
-    global passes
-    if cond:
-        passes += 1
-        print(f"ok   {what}")
-    else:
-        failures.append(what)
-        print(f"FAIL {what}")
-
-
-def rel_l2(a, b):
-    a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
-    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
-
 
 class Ort:
     """ONNX Runtime on gen_sdxl.py's ONNX files, through tests/tools/ort_reference.js (one node run per call)."""
@@ -140,11 +123,6 @@ def decode_reference(ort, latents):
     out = ort.run([("sdxl_vae_decoder", {"input.1": (latents / LATENT_SCALE).astype(np.float32)})])[0]["sample"]
     img = np.clip(out[0].astype(np.float64) * 0.5 + 0.5, 0, 1)
     return np.floor(img * 255 + 0.5).astype(np.uint8).transpose(1, 2, 0)
-
-
-def convert_case(convert, cases, name, dst, *flags):
-    subprocess.run([convert, os.path.join(cases, "sd", name, "model.onnx"), dst, *flags], check=True,
-                   stdout=subprocess.DEVNULL)
 
 
 def compare_run(what, latents_file, png, want_latents, ort):
@@ -259,8 +237,7 @@ def main():
         print(f"info {ort.calls} ONNX Runtime calls")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        print(f"{passes} passed, {len(failures)} failed")
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 if __name__ == "__main__":
