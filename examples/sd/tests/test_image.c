@@ -4,6 +4,7 @@
  * Usage: test_sd_image SHARED_FOLDER
  */
 #include "image.h"
+#include "check.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -12,18 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int passed, failed;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (cond) {                                                                   \
-            passed++;                                                                 \
-        } else {                                                                      \
-            failed++;                                                                 \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);           \
-        }                                                                             \
-    } while (0)
 
 static char tmpdir[256];
 
@@ -406,12 +395,10 @@ int main(int argc, char **argv)
     if (argc > 1)
         test_real_png(argv[1]);
     else {
-        fprintf(stderr, "FAIL: no shared data folder given as argv[1]\n");
-        failed++;
+        check(0, "a shared data folder given as argv[1]");
     }
 
     CHECK(count_entries(tmpdir) == 0);
     rmdir(tmpdir);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary();
 }

@@ -4,22 +4,11 @@
  * Usage: test_sd_progress [SHARED_FOLDER] (unused)
  */
 #include "progress.h"
+#include "check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int passed, failed;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (cond) {                                                                   \
-            passed++;                                                                 \
-        } else {                                                                      \
-            failed++;                                                                 \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);           \
-        }                                                                             \
-    } while (0)
 
 #define MB (1024ull * 1024ull)
 
@@ -115,6 +104,5 @@ int main(int argc, char **argv)
     test_format();
     test_memory();
     test_printer();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary();
 }

@@ -2,22 +2,11 @@
  * implementation of the algorithm documented in rng.h). Raw outputs and uniforms must match exactly;
  * normals within 1e-6 (the reference uses the host libm's log, this code its own). */
 #include "rng.h"
+#include "check.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-static int g_passed, g_failed;
-
-static void check(int ok, const char *what)
-{
-    if (ok) {
-        g_passed++;
-    } else {
-        g_failed++;
-        printf("FAIL: %s\n", what);
-    }
-}
 
 typedef struct {
     uint64_t seed;
@@ -164,6 +153,5 @@ int main(int argc, char **argv)
     test_streams();
     test_statistics();
     test_log();
-    printf("%d passed, %d failed\n", g_passed, g_failed);
-    return g_failed ? 1 : 0;
+    return check_summary();
 }

@@ -1,6 +1,7 @@
 /* Schedules and samplers against tests/scheduler_reference.txt, written by tests/scheduler_reference.py
  * (an independent NumPy implementation of the k-diffusion / diffusers formulas). Run from examples/sd. */
 #include "scheduler.h"
+#include "check.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -22,18 +23,6 @@ typedef struct {
     Entry e[MAX_ENTRIES];
     int n;
 } Ref;
-
-static int g_passed, g_failed;
-
-static void check(int ok, const char *what)
-{
-    if (ok) {
-        g_passed++;
-    } else {
-        g_failed++;
-        printf("FAIL: %s\n", what);
-    }
-}
 
 static int load_ref(Ref *r, const char *path)
 {
@@ -358,6 +347,5 @@ int main(int argc, char **argv)
     test_helpers();
     for (i = 0; i < ref.n; i++)
         free(ref.e[i].v);
-    printf("%d passed, %d failed\n", g_passed, g_failed);
-    return g_failed ? 1 : 0;
+    return check_summary();
 }

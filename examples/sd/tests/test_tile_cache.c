@@ -2,22 +2,12 @@
  * files that are not whole tiles (cut short, wrong channels, trailing bytes, another format) read as absent,
  * so the tile is decoded again rather than blended as garbage. */
 #include "tile_cache.h"
+#include "check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int g_passed, g_failed;
-
-static void check(int ok, const char *what) {
-    if (ok) {
-        g_passed++;
-    } else {
-        g_failed++;
-        printf("FAIL: %s\n", what);
-    }
-}
 
 static void write_bytes(const char *path, const void *data, size_t n) {
     FILE *fp = fopen(path, "wb");
@@ -100,6 +90,5 @@ int main(void) {
     remove(path);
     rmdir(sub);
     rmdir(dir);
-    printf("%d passed, %d failed\n", g_passed, g_failed);
-    return g_failed ? 1 : 0;
+    return check_summary();
 }

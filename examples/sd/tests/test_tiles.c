@@ -3,22 +3,12 @@
  * tiles are normalised, so any consistent tiles reproduce it), and the weights across an overlap must sum
  * to the same value everywhere (no seam brighter or darker than its neighbours). */
 #include "tiles.h"
+#include "check.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int g_passed, g_failed;
-
-static void check(int ok, const char *what) {
-    if (ok) {
-        g_passed++;
-    } else {
-        g_failed++;
-        printf("FAIL: %s\n", what);
-    }
-}
 
 static void test_axis(void) {
     int s[SD_TILES_MAX_PER_AXIS];
@@ -101,6 +91,5 @@ int main(void) {
     test_roundtrip(64, 32, 8, 8);
     test_roundtrip(20, 8, 3, 2);
     test_roundtrip(8, 16, 4, 2);
-    printf("%d passed, %d failed\n", g_passed, g_failed);
-    return g_failed ? 1 : 0;
+    return check_summary();
 }

@@ -1,5 +1,6 @@
 /* Tests of the CLIP tokenizer. argv[1] is the shared-data folder (holding data/clip/). */
 #include "tokenizer.h"
+#include "check.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -7,18 +8,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int g_passed, g_failed;
-
-static void check(int ok, const char *what)
-{
-    if (ok) {
-        g_passed++;
-    } else {
-        g_failed++;
-        printf("FAIL: %s\n", what);
-    }
-}
 
 static int encode_equals(const sd_tokenizer_t *tok, const char *text, const int32_t *want, size_t want_n)
 {
@@ -313,8 +302,7 @@ int main(int argc, char **argv)
     check(tok != NULL, "load bpe_simple_vocab_16e6.txt.gz");
     if (!tok) {
         printf("  %s\n", err);
-        printf("%d passed, %d failed\n", g_passed, g_failed);
-        return 1;
+        return check_summary();
     }
     check(sd_tokenizer_vocab_size(tok) == 49408, "vocab size 49408");
     check(sd_tokenizer_token(tok, 49406) && strcmp(sd_tokenizer_token(tok, 49406), "<|startoftext|>") == 0,
@@ -345,6 +333,5 @@ int main(int argc, char **argv)
     remove_folder(dir);
 
     sd_tokenizer_destroy(tok);
-    printf("%d passed, %d failed\n", g_passed, g_failed);
-    return g_failed ? 1 : 0;
+    return check_summary();
 }
