@@ -50,6 +50,20 @@ template <typename Fn> void dispatch_signed(DType d, Fn &&fn) {
     }
 }
 
+// y = f(x) on an integer x, f generic over the storage type (Relu and Shrink).
+template <typename F> void integer_map(RunContext &ctx, F &&f) {
+    const Tensor &x = ctx.input(0);
+    Tensor &y = ctx.alloc_output(0);
+    dispatch_signed(x.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const T *a = x.data<T>();
+        T *b = y.data<T>();
+        parallel_for(ctx.pool(), static_cast<size_t>(x.numel()), kElementwiseTile, [&](size_t s, size_t e) {
+            for (size_t i = s; i < e; ++i) b[i] = f(a[i]);
+        });
+    });
+}
+
 // --------------------------------------------------------------------------------------------------------
 
 void run_sigmoid(RunContext &ctx) {
@@ -73,15 +87,7 @@ void run_relu(RunContext &ctx) {
         });
         return;
     }
-    Tensor &y = ctx.alloc_output(0);
-    dispatch_signed(x.dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        const T *a = x.data<T>();
-        T *b = y.data<T>();
-        parallel_for(ctx.pool(), static_cast<size_t>(x.numel()), kElementwiseTile, [&](size_t s, size_t e) {
-            for (size_t i = s; i < e; ++i) b[i] = a[i] > 0 ? a[i] : T(0);
-        });
-    });
+    integer_map(ctx, [](auto v) { return v > 0 ? v : decltype(v)(0); });
 }
 
 void run_leaky_relu(RunContext &ctx) {
@@ -215,17 +221,10 @@ void run_shrink(RunContext &ctx) {
         });
         return;
     }
-    Tensor &y = ctx.alloc_output(0);
-    dispatch_signed(x.dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        const T *a = x.data<T>();
-        T *b = y.data<T>();
-        parallel_for(ctx.pool(), static_cast<size_t>(x.numel()), kElementwiseTile, [&](size_t s, size_t e) {
-            for (size_t i = s; i < e; ++i) {
-                const float v = static_cast<float>(a[i]);
-                b[i] = v < -lambd ? static_cast<T>(v + bias) : v > lambd ? static_cast<T>(v - bias) : T(0);
-            }
-        });
+    integer_map(ctx, [bias, lambd](auto a) {
+        using T = decltype(a);
+        const float v = static_cast<float>(a);
+        return v < -lambd ? static_cast<T>(v + bias) : v > lambd ? static_cast<T>(v - bias) : T(0);
     });
 }
 

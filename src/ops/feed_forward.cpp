@@ -15,6 +15,7 @@
 #include <cmath>
 
 #include "ops/layout.h"
+#include "ops/matmul_kernels.h"
 #include "ops/registry.h"
 #include "tensor/half.h"
 #include "xnnpack/dynamic_quant.h"
@@ -179,7 +180,7 @@ bool run_blocks_int8(const RunContext &ctx, const float *xp, size_t m, int64_t c
     xq.values = xq_buffer.data<int8_t>();
     hq.values = hq_buffer.data<int8_t>();
     Tensor ha = ctx.scratch(DType::F32, {tokens, block}), hg = ctx.scratch(DType::F32, {tokens, block});
-    Tensor partial;
+    ChunkSum sum(ctx, yp, m * static_cast<size_t>(n));
     for (int64_t j0 = 0; j0 < h; j0 += block) {
         const int64_t j1 = std::min(h, j0 + block);
         const size_t w = static_cast<size_t>(j1 - j0);
@@ -198,16 +199,8 @@ bool run_blocks_int8(const RunContext &ctx, const float *xp, size_t m, int64_t c
         auto fc = xnn::FullyConnectedQd8::create(w, nn, int8_rows(ctx, kW2, j0, j1, rows), true, s2,
                                                  j0 == 0 ? b2 : nullptr, nn);
         if (!fc) return false; // as above
-        if (j0 == 0) {
-            fc->run(m, hq, yp, ctx.pool());
-            continue;
-        }
-        if (partial.empty()) partial = ctx.scratch(DType::F32, {tokens, n});
-        float *p = partial.data<float>();
-        fc->run(m, hq, p, ctx.pool());
-        parallel_for(ctx.pool(), m * nn, 1 << 15, [&](size_t s, size_t e) {
-            for (size_t i = s; i < e; ++i) yp[i] += p[i];
-        });
+        fc->run(m, hq, sum.target(j0 == 0), ctx.pool());
+        sum.add(j0 == 0);
     }
     ctx.count_int8();
     return true;
@@ -245,7 +238,7 @@ void run_geglu_ffn(RunContext &ctx) {
     const float *w1_whole = whole_f32(ctx, kW1, w1_holder), *w2_whole = whole_f32(ctx, kW2, w2_holder);
     const size_t m = static_cast<size_t>(tokens);
     Tensor ha = ctx.scratch(DType::F32, {tokens, block}), hg = ctx.scratch(DType::F32, {tokens, block});
-    Tensor partial;
+    ChunkSum sum(ctx, yp, m * static_cast<size_t>(n));
     for (int64_t j0 = 0; j0 < h; j0 += block) {
         const int64_t j1 = std::min(h, j0 + block), bw = j1 - j0;
         const size_t k = static_cast<size_t>(c), w = static_cast<size_t>(bw);
@@ -262,16 +255,9 @@ void run_geglu_ffn(RunContext &ctx) {
         geglu_in_place(ctx, ha.data<float>(), hg.data<float>(), m * w, tanh_approx);
         RowBlock w2 = weight_rows(ctx, kW2, w2_whole, j0, j1);
         const size_t nn = static_cast<size_t>(n);
-        if (j0 == 0) {
-            xnn::FullyConnectedF32(w, nn, w2.data, true, b2, w, nn).run(m, ha.data<float>(), yp, ctx.pool());
-            continue;
-        }
-        if (partial.empty()) partial = ctx.scratch(DType::F32, {tokens, n});
-        float *p = partial.data<float>();
-        xnn::FullyConnectedF32(w, nn, w2.data, true, nullptr, w, nn).run(m, ha.data<float>(), p, ctx.pool());
-        parallel_for(ctx.pool(), m * nn, 1 << 15, [&](size_t s, size_t e) {
-            for (size_t i = s; i < e; ++i) yp[i] += p[i];
-        });
+        xnn::FullyConnectedF32(w, nn, w2.data, true, j0 == 0 ? b2 : nullptr, w, nn)
+            .run(m, ha.data<float>(), sum.target(j0 == 0), ctx.pool());
+        sum.add(j0 == 0);
     }
     if (!y_holder.empty()) store_f32_output(ctx, y, y_holder);
 }

@@ -47,7 +47,7 @@ bool fc_weight_int8(const RunContext &ctx, size_t wi, const float *x, size_t m, 
         return true;
     }
     const int64_t total = w.dim(0), step = ctx.weight_chunk_rows(wi, /*float_bytes=*/false);
-    Tensor partial;
+    ChunkSum sum(ctx, y, m * n);
     for (int64_t r0 = 0; r0 < total; r0 += step) {
         const int64_t r1 = std::min(total, r0 + step);
         const size_t rows = static_cast<size_t>(r1 - r0);
@@ -65,16 +65,8 @@ bool fc_weight_int8(const RunContext &ctx, size_t wi, const float *x, size_t m, 
                                                  r0 == 0 ? bias : nullptr, n);
         if (!fc) return false;
         xnn::quantize_rows(m, rows, x + r0, k, xq, ctx.pool());
-        if (r0 == 0) {
-            fc->run(m, xq, y, ctx.pool());
-            continue;
-        }
-        if (partial.empty()) partial = ctx.scratch(DType::F32, {static_cast<int64_t>(m), static_cast<int64_t>(n)});
-        float *p = partial.data<float>();
-        fc->run(m, xq, p, ctx.pool());
-        parallel_for(ctx.pool(), m * n, 1 << 15, [&](size_t b, size_t e) {
-            for (size_t i = b; i < e; ++i) y[i] += p[i];
-        });
+        fc->run(m, xq, sum.target(r0 == 0), ctx.pool());
+        sum.add(r0 == 0);
     }
     ctx.count_int8();
     return true;
@@ -93,7 +85,7 @@ void fc_weight(const RunContext &ctx, size_t wi, const float *x, size_t m, size_
         return;
     }
     const int64_t total = ctx.input(wi).dim(0), step = ctx.weight_chunk_rows(wi);
-    Tensor partial;
+    ChunkSum sum(ctx, y, m * n);
     for (int64_t r0 = 0; r0 < total; r0 += step) {
         const int64_t r1 = std::min(total, r0 + step);
         const size_t rows = static_cast<size_t>(r1 - r0);
@@ -103,16 +95,9 @@ void fc_weight(const RunContext &ctx, size_t wi, const float *x, size_t m, size_
             xnn::FullyConnectedF32(k, rows, w, false, bias ? bias + r0 : nullptr, k, n).run(m, x, y + r0, ctx.pool());
             continue;
         }
-        if (r0 == 0) {
-            xnn::FullyConnectedF32(rows, n, w, true, bias, k, n).run(m, x, y, ctx.pool());
-            continue;
-        }
-        if (partial.empty()) partial = ctx.scratch(DType::F32, {static_cast<int64_t>(m), static_cast<int64_t>(n)});
-        float *p = partial.data<float>();
-        xnn::FullyConnectedF32(rows, n, w, true, nullptr, k, n).run(m, x + r0, p, ctx.pool());
-        parallel_for(ctx.pool(), m * n, 1 << 15, [&](size_t b, size_t e) {
-            for (size_t i = b; i < e; ++i) y[i] += p[i];
-        });
+        xnn::FullyConnectedF32(rows, n, w, true, r0 == 0 ? bias : nullptr, k, n)
+            .run(m, x + r0, sum.target(r0 == 0), ctx.pool());
+        sum.add(r0 == 0);
     }
 }
 

@@ -14,6 +14,21 @@ Tensor f32_copy_of_f16(const RunContext &ctx, const Tensor &t) {
     return f;
 }
 
+float *ChunkSum::target(bool first_chunk) {
+    if (first_chunk) return y_;
+    if (partial_.empty()) partial_ = ctx_.scratch(DType::F32, {static_cast<int64_t>(count_)});
+    return partial_.data<float>();
+}
+
+void ChunkSum::add(bool first_chunk) {
+    if (first_chunk) return;
+    const float *p = partial_.data<float>();
+    float *y = y_;
+    parallel_for(ctx_.pool(), count_, 1 << 15, [&](size_t b, size_t e) {
+        for (size_t i = b; i < e; ++i) y[i] += p[i];
+    });
+}
+
 BatchPlan plan_batches(const Shape &a_batch, const Shape &b_batch, const Shape &y_batch) {
     size_t rank = y_batch.size();
     std::vector<int64_t> a_stride(rank, 0), b_stride(rank, 0);

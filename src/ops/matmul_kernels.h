@@ -16,6 +16,23 @@ namespace onnxstream {
 // A padded float32 copy of float16 tensor t: these ops compute float16 in float32.
 Tensor f32_copy_of_f16(const RunContext &ctx, const Tensor &t);
 
+// A float32 product summed over chunks of K into y[count] (a weight streamed in row chunks): the first chunk
+// writes y itself, each later one a scratch buffer, made on first use, that add() sums into y.
+class ChunkSum {
+public:
+    ChunkSum(const RunContext &ctx, float *y, size_t count) : ctx_(ctx), y_(y), count_(count) {}
+    // Where the chunk's product goes: y for the first chunk, the scratch buffer for the others.
+    float *target(bool first_chunk);
+    // Sums the product just written to target(first_chunk) into y (nothing to do for the first chunk).
+    void add(bool first_chunk);
+
+private:
+    const RunContext &ctx_;
+    float *y_;
+    size_t count_;
+    Tensor partial_;
+};
+
 // y[b] = a[ia(b)] * b[ib(b)] over the broadcast batch shape y_batch: which a and b slice each output slice uses.
 struct BatchPlan {
     std::vector<int64_t> a_index, b_index; // per output slice

@@ -28,25 +28,6 @@ const xnn_quantization_params *xnn_params(const QuantizedRows &q) {
 
 bool has_dynamic_quant_kernels() { return true; }
 
-void quantize_rows(size_t rows, size_t channels, const float *x, size_t x_stride, QuantizedRows &q,
-                   pthreadpool_t pool) {
-    ensure_initialized();
-    q.params.assign(rows + kQuantizedParamsSlack, QuantizedRows::Params{0, 1.0f});
-    if (rows == 0) return;
-    xnn_operator_t raw = nullptr;
-    check(xnn_create_convert_nc_f32_qd8(operator_flags(), &raw), "xnn_create_convert_nc_f32_qd8");
-    Operator op(raw);
-    {
-        KernelPrepareTimer timer;
-        check(xnn_reshape_convert_nc_f32_qd8(raw, rows, channels, x_stride, channels, pool),
-              "xnn_reshape_convert_nc_f32_qd8");
-        check(xnn_setup_convert_nc_f32_qd8(raw, x, q.values,
-                                           reinterpret_cast<xnn_quantization_params *>(q.params.data())),
-              "xnn_setup_convert_nc_f32_qd8");
-    }
-    run(op, pool);
-}
-
 void Qd8Deleter::operator()(struct xnn_operator *op) const { xnn_delete_operator(op); }
 
 RowQuantizer::RowQuantizer() {
@@ -56,18 +37,30 @@ RowQuantizer::RowQuantizer() {
     op_.reset(raw);
 }
 
-void RowQuantizer::quantize(size_t count, const float *x, int8_t *values, QuantizedRows::Params &params,
-                            pthreadpool_t pool) {
-    QuantizedRows::Params padded[1 + kQuantizedParamsSlack] = {};
+void RowQuantizer::quantize(size_t rows, size_t channels, const float *x, size_t x_stride, int8_t *values,
+                            QuantizedRows::Params *params, pthreadpool_t pool) {
     {
         KernelPrepareTimer timer;
-        check(xnn_reshape_convert_nc_f32_qd8(op_.get(), 1, count, count, count, pool),
+        check(xnn_reshape_convert_nc_f32_qd8(op_.get(), rows, channels, x_stride, channels, pool),
               "xnn_reshape_convert_nc_f32_qd8");
-        check(xnn_setup_convert_nc_f32_qd8(op_.get(), x, values, reinterpret_cast<xnn_quantization_params *>(padded)),
+        check(xnn_setup_convert_nc_f32_qd8(op_.get(), x, values, reinterpret_cast<xnn_quantization_params *>(params)),
               "xnn_setup_convert_nc_f32_qd8");
     }
     check(xnn_run_operator(op_.get(), pool), "xnn_run_operator");
+}
+
+void RowQuantizer::quantize(size_t count, const float *x, int8_t *values, QuantizedRows::Params &params,
+                            pthreadpool_t pool) {
+    QuantizedRows::Params padded[1 + kQuantizedParamsSlack] = {};
+    quantize(1, count, x, count, values, padded, pool);
     params = padded[0];
+}
+
+void quantize_rows(size_t rows, size_t channels, const float *x, size_t x_stride, QuantizedRows &q,
+                   pthreadpool_t pool) {
+    q.params.assign(rows + kQuantizedParamsSlack, QuantizedRows::Params{0, 1.0f});
+    if (rows == 0) return;
+    RowQuantizer().quantize(rows, channels, x, x_stride, q.values, q.params.data(), pool);
 }
 
 std::unique_ptr<FullyConnectedQd8> FullyConnectedQd8::create(size_t k, size_t n, const int8_t *weight,
@@ -140,6 +133,8 @@ void Qd8Deleter::operator()(struct xnn_operator *op) const { xnn_delete_operator
 RowQuantizer::RowQuantizer() {
     throw Error(ONNXSTREAM_ERR_UNSUPPORTED, "dynamically quantized kernels need XNNPACK's 2024 API");
 }
+
+void RowQuantizer::quantize(size_t, size_t, const float *, size_t, int8_t *, QuantizedRows::Params *, pthreadpool_t) {}
 
 void RowQuantizer::quantize(size_t, const float *, int8_t *, QuantizedRows::Params &, pthreadpool_t) {}
 

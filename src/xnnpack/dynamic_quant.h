@@ -52,6 +52,11 @@ struct Qd8Deleter {
 class RowQuantizer {
 public:
     RowQuantizer();
+    // `rows` rows of `channels` floats (x_stride floats apart) into values, packed; params gets one entry
+    // per row and must have kQuantizedParamsSlack more.
+    void quantize(size_t rows, size_t channels, const float *x, size_t x_stride, int8_t *values,
+                  QuantizedRows::Params *params, pthreadpool_t pool);
+    // One run of `count` floats with its own zero point and scale.
     void quantize(size_t count, const float *x, int8_t *values, QuantizedRows::Params &params,
                   pthreadpool_t pool);
 
