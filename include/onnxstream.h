@@ -269,6 +269,27 @@ ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
 onnxstream_model_add_output(onnxstream_model_t *model, const char *name);
 
 /**
+ * Apply a LoRA while the weights stream (since 0.11): every MatMul, Gemm or Conv weight W that a module of
+ * the safetensors file at path names is used as W + scale * (alpha / rank) * up . down, computed when W
+ * (or a chunk of its rows) is fetched, so no merged copy exists in memory or on disk. Takes the modules
+ * whose keys start with key_prefix ("lora_unet_", "lora_te_", "unet.", ...; NULL or "" for all): up/down
+ * pairs in kohya/A1111 (.lora_up.weight, .lora_down.weight, .alpha) or diffusers/PEFT (.lora_B.weight,
+ * .lora_A.weight) form, F32, F16 or BF16. docs/lora.md says how keys match layers. Call between runs;
+ * LoRAs added one after another add up. Takes effect from the next run.
+ * @param modules_taken when not NULL, receives the number of modules taken (0 when none has the prefix).
+ * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT NULL model or path; a module without its up or down, with shapes
+ *                                         that do not fit its weight, or matching no layer (one message lists
+ *                                         them; nothing is added then).
+ * @retval ONNXSTREAM_ERR_IO               the file cannot be read.
+ * @retval ONNXSTREAM_ERR_INVALID_MODEL    a malformed safetensors header.
+ * @retval ONNXSTREAM_ERR_UNSUPPORTED      LoHa/LoKr/DoRA tensors, or a module on an 8-bit quantized weight.
+ * @retval ONNXSTREAM_ERR_BAD_STATE        no model loaded yet, or another thread is using the model.
+ */
+ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t
+onnxstream_model_add_lora(onnxstream_model_t *model, const char *path, float scale, const char *key_prefix,
+                          size_t *modules_taken);
+
+/**
  * Change the model's max_bytes (see onnxstream_model_options_t.max_bytes; 0 = no limit) for the following
  * calls. Lowering it below the bytes in use frees nothing; it only makes later allocations fail. (Since 0.4.)
  * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT model is NULL.

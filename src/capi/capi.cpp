@@ -1,5 +1,6 @@
 // Implementation of include/onnxstream.h: argument checks, then one call into the C++ core.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "capi/guard.h"
@@ -195,6 +196,19 @@ onnxstream_status_t onnxstream_model_add_output(onnxstream_model_t *model, const
         REQUIRE_ARG(name, "onnxstream_model_add_output: name is NULL");
         require_loaded(model, "onnxstream_model_add_output");
         model->model.add_output(name);
+    });
+}
+
+onnxstream_status_t onnxstream_model_add_lora(onnxstream_model_t *model, const char *path, float scale,
+                                              const char *key_prefix, size_t *modules_taken) {
+    return guard_model(model, "onnxstream_model_add_lora", Access::Write, [&] {
+        REQUIRE_ARG(model, "onnxstream_model_add_lora: model is NULL");
+        REQUIRE_ARG(path, "onnxstream_model_add_lora: path is NULL");
+        require_loaded(model, "onnxstream_model_add_lora");
+        if (!std::isfinite(scale))
+            fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "onnxstream_model_add_lora: scale is not a finite number");
+        const size_t taken = model->model.add_lora(path, scale, key_prefix ? key_prefix : "");
+        if (modules_taken) *modules_taken = taken;
     });
 }
 

@@ -21,17 +21,18 @@ Tensor padded_copy(const Tensor &t, const Allocator &alloc) {
     return copy;
 }
 
-// A weight the op reads in row chunks straight from the provider.
+// A weight the op reads in row chunks straight from the provider (plus its LoRA deltas, if any).
 class ProviderRows : public StreamedWeight {
 public:
     // wait_ns: when profiling, the counter the time spent reading goes to (nullptr: not timed).
-    ProviderRows(WeightsProvider &p, const WeightSpec &spec, const Allocator &alloc, uint64_t *wait_ns)
-        : provider_(p), spec_(spec), alloc_(alloc), wait_ns_(wait_ns) {}
+    ProviderRows(WeightsProvider &p, const WeightSpec &spec, const Allocator &alloc, uint64_t *wait_ns,
+                 const LoraSet *lora, pthreadpool_t pool)
+        : provider_(p), spec_(spec), alloc_(alloc), wait_ns_(wait_ns), lora_(lora), pool_(pool) {}
     Tensor read_rows(int64_t begin, int64_t end) const override {
-        if (!wait_ns_) return provider_.fetch_rows(spec_, begin, end, alloc_);
         Stopwatch watch;
         Tensor rows = provider_.fetch_rows(spec_, begin, end, alloc_);
-        *wait_ns_ += watch.elapsed_ns();
+        if (lora_) rows = lora_->apply(spec_, rows, begin, alloc_, pool_);
+        if (wait_ns_) *wait_ns_ += watch.elapsed_ns();
         return rows;
     }
 
@@ -40,6 +41,8 @@ private:
     const WeightSpec &spec_;
     const Allocator &alloc_;
     uint64_t *wait_ns_;
+    const LoraSet *lora_;
+    pthreadpool_t pool_;
 };
 
 // Only float (or 8-bit quantized) weights of rank >= 2 over the chunk budget stream.
@@ -140,7 +143,10 @@ const Tensor &Executor::in_layout(int v, bool nhwc) {
 
 Tensor Executor::fetch_weight(const Node &node, const WeightSpec &spec) {
     Stopwatch watch;
-    Tensor w = naming_oom(&node, "weight '", spec.file + "': ", [&] { return provider_.fetch(spec, alloc_); });
+    Tensor w = naming_oom(&node, "weight '", spec.file + "': ", [&] {
+        Tensor stored = provider_.fetch(spec, alloc_);
+        return lora_ ? lora_->apply(spec, stored, 0, alloc_, pool_) : stored;
+    });
     const uint64_t ns = watch.elapsed_ns();
     stats_->weight_wait_us += ns / 1000;
     op_wait_ns_ += ns;
@@ -206,7 +212,8 @@ void Executor::gather_inputs(const Node &node, const NodeLayout *layout, NodeInp
             in.weights.push_back(std::move(info));
             in.ptrs.push_back(&in.weights.back());
             in.is_weight[k] = true;
-            in.streamed[k] = std::make_unique<ProviderRows>(provider_, ni.weight, alloc_, profiler_ ? &op_wait_ns_ : nullptr);
+            in.streamed[k] = std::make_unique<ProviderRows>(provider_, ni.weight, alloc_, profiler_ ? &op_wait_ns_ : nullptr,
+                                                            lora_, pool_);
         } else if (ni.kind == NodeInput::Weight) {
             Tensor w = fetch_weight(node, ni.weight);
             if (lacks_padding(w) && !node.def->reads_weight_exactly(k)) {

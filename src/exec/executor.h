@@ -9,6 +9,7 @@
 #include "exec/profiler.h"
 #include "graph/planner.h"
 #include "ops/op.h"
+#include "weights/lora.h"
 #include "weights/provider.h"
 
 namespace onnxstream {
@@ -57,6 +58,8 @@ public:
                             const ValueObserver *observer = nullptr);
     // Record every op of the coming runs in `profiler` (nullptr: off).
     void set_profiler(Profiler *profiler) { profiler_ = profiler; }
+    // Add these LoRA deltas to the weights they touch as they are fetched (nullptr: none).
+    void set_lora(const LoraSet *lora) { lora_ = lora; }
 
 private:
     struct NodeInputs;
@@ -80,6 +83,7 @@ private:
     pthreadpool_t pool_;
     const RunOptions &options_;
     std::vector<std::shared_ptr<void>> *node_state_;
+    const LoraSet *lora_ = nullptr;
     // Per run.
     std::vector<Tensor> live_, other_;
     RunStats *stats_ = nullptr;

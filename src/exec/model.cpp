@@ -214,6 +214,13 @@ void Model::push_input(const std::string &name, DType dtype, const Shape &shape,
     inputs_[static_cast<size_t>(i)] = std::move(t);
 }
 
+size_t Model::add_lora(const std::string &path, float scale, const std::string &key_prefix) {
+    size_t taken = lora_.add(graph(), path, scale, key_prefix);
+    // Kernels prepared from the weights without this LoRA must be prepared again.
+    node_state_.clear();
+    return taken;
+}
+
 const Plan &Model::plan_for_inputs() {
     std::vector<int> key;
     std::vector<TensorInfo> infos;
@@ -250,6 +257,7 @@ void Model::run(const ProgressFn &progress) {
     RunOptions run_options = options_.run;
     if (calibrate_) run_options.int8_weight_arithmetic = false;
     Executor executor(*graph_, plan, *provider_, alloc_, pool_.get(), run_options, keep_prepared_ ? &node_state_ : nullptr);
+    if (!lora_.empty()) executor.set_lora(&lora_);
     // The profile of a run is kept only when the run succeeds (as last_run_). The provider's read-ahead has
     // stopped when executor.run returns or throws, so no read reports to the profiler afterwards.
     struct StopObserving {

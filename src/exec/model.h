@@ -52,6 +52,9 @@ public:
     // Replace the weights provider (a host callback provider). Keeps the folder.
     void set_provider(std::unique_ptr<WeightsProvider> provider);
     void add_output(const std::string &name);
+    // LoRA while streaming (weights/lora.h): the modules of the file whose keys start with key_prefix
+    // change the model's weights from the next run on. Returns the number of modules taken.
+    size_t add_lora(const std::string &path, float scale, const std::string &key_prefix);
     void push_input(const std::string &name, DType dtype, const Shape &shape, const void *data, size_t bytes);
     void run(const ProgressFn &progress);
 
@@ -118,6 +121,7 @@ private:
     // anything per weight).
     bool keep_prepared_ = false;
     std::vector<std::shared_ptr<void>> node_state_;
+    LoraSet lora_;
     LastRun last_run_;
     std::unique_ptr<Profiler> profiler_; // when ModelOptions::profile
     RangeMap ranges_;

@@ -31,7 +31,8 @@ const char *kUsage =
     "                      [--cache PATH] [--runs N] [--nchw-only] [--ops-printf] [--json] [--range-data FILE]\n"
     "                      [--calibrate OUT/range_data.txt] [--max-bytes N[K|M|G]]\n"
     "                      [--arithmetic auto|fp32|fp16] [--profile TRACE.json] [--profile-summary]\n"
-    "                      [--roofline] [--spin-workers] [--dequantize-weights] [--version]\n"
+    "                      [--roofline] [--spin-workers] [--dequantize-weights] [--lora FILE[:SCALE]]...\n"
+    "                      [--lora-prefix PREFIX] [--version]\n"
     "  --memory-mode  min: smallest working set; balanced (default); max-speed: keep prepared weights in RAM\n"
     "  --chunk-mb     stream weights bigger than N MiB in chunks (0: never; default from the memory mode)\n"
     "  --max-bytes    budget of tracked tensor memory (K/M/G = KiB/MiB/GiB); a run over it fails with\n"
@@ -54,6 +55,9 @@ const char *kUsage =
     "  --profile-summary  print the last run's profile as a table per op type, slowest first\n"
     "  --roofline     measure this machine's float32 GEMM rate and memory bandwidth (about a second) and\n"
     "                 print them; with --profile-summary, each op type's fraction of them\n"
+    "  --lora         apply a LoRA (safetensors up/down pairs) while the weights stream, scaled by SCALE\n"
+    "                 (default 1); repeatable, the LoRAs add up\n"
+    "  --lora-prefix  take only the LoRA modules whose keys start with PREFIX (e.g. lora_unet_, lora_te_)\n"
     "  FILE is .npy (dtype and shape from its header) or raw little-endian .bin (shape from the model's\n"
     "  declaration of NAME; dtype float32, int64, float16 or uint8 chosen by the file size).\n";
 
@@ -70,6 +74,8 @@ struct Args {
     long long chunk_mb = -1;
     uint64_t max_bytes = 0;
     std::string cache, range_data, calibrate;
+    std::vector<std::pair<std::string, float>> loras; // file, scale
+    std::string lora_prefix;
     int runs = 1;
     bool ops_printf = false;
     bool json = false;
@@ -178,6 +184,18 @@ Args parse_args(int argc, char **argv) {
         } else if (arg == "--cache") {
             a.cache = value();
             if (a.cache.empty()) die("--cache expects a file path");
+        } else if (arg == "--lora") {
+            const std::string v = value();
+            // FILE:SCALE when what follows the last ':' is a number; else the whole is the file.
+            const size_t colon = v.rfind(':');
+            char *end = nullptr;
+            const std::string tail = colon == std::string::npos ? "" : v.substr(colon + 1);
+            const float scale = tail.empty() ? 0.0f : std::strtof(tail.c_str(), &end);
+            if (!tail.empty() && end && *end == '\0') a.loras.emplace_back(v.substr(0, colon), scale);
+            else a.loras.emplace_back(v, 1.0f);
+            if (a.loras.back().first.empty()) die("--lora expects FILE or FILE:SCALE");
+        } else if (arg == "--lora-prefix") {
+            a.lora_prefix = value();
         } else if (arg == "--range-data") {
             if (i + 1 >= argc) die("--range-data expects a file path");
             a.range_data = argv[++i];
@@ -270,6 +288,11 @@ onnxstream_model_t *create_model(const Args &args) {
     check(model, onnxstream_model_set_log_callback(model, print_warning, nullptr, ONNXSTREAM_LOG_WARNING));
     check(model, onnxstream_model_load(model, args.model.c_str()));
     if (!args.range_data.empty()) check(model, onnxstream_model_read_range_data(model, args.range_data.c_str()));
+    for (const auto &[file, scale] : args.loras) {
+        size_t taken = 0;
+        check(model, onnxstream_model_add_lora(model, file.c_str(), scale, args.lora_prefix.c_str(), &taken));
+        std::fprintf(stderr, "onnxstream-run: LoRA %s: %zu module(s), scale %g\n", file.c_str(), taken, scale);
+    }
     if (!args.calibrate.empty()) check(model, onnxstream_model_set_calibrate(model, 1));
     return model;
 }

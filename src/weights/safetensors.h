@@ -52,6 +52,8 @@ public:
     const StoredTensor *find(const std::string &name) const;
     const std::string &path() const { return path_; }
     size_t size() const { return tensors_.size(); }
+    // Every tensor, by name (in no particular order).
+    const std::unordered_map<std::string, StoredTensor> &tensors() const { return tensors_; }
     // The optional "__metadata__" map (string to string).
     const std::map<std::string, std::string> &metadata() const { return metadata_; }
 

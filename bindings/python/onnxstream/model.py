@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _capi, _registry, callbacks, tensors
 from .enums import LogLevel, ProfileFormat
-from .errors import Error, Status, decode
+from .errors import Error, Status, decode, invalid_argument
 from .options import UINT64, ModelOptions, PathLike, c_enum, c_int, c_path, c_string
 from .profile import OpProfile, Roofline, op_profile, roofline_to_c
 from .stats import MemoryStats, RunStats, memory_stats, run_stats
@@ -173,6 +173,18 @@ class Model:
         """Keep a tensor (escaped or original name) as an output although later ops consume it."""
         with self._use("add_output") as h:
             self._check(self._api.model_add_output(h, c_string("name", name)))
+
+    def add_lora(self, path: PathLike, scale: float = 1.0, key_prefix: str = "") -> int:
+        """Apply a LoRA (safetensors up/down pairs) while the weights stream, from the next run on: each
+        weight W it names is used as W + scale * (alpha / rank) * up . down. Takes the modules whose keys
+        start with key_prefix ("" for all); returns how many it took (docs/lora.md)."""
+        if not isinstance(scale, (int, float)) or isinstance(scale, bool):
+            raise invalid_argument(f"add_lora: scale must be a number, not {type(scale).__name__}")
+        taken = ctypes.c_size_t(0)
+        with self._use("add_lora") as h:
+            self._check(self._api.model_add_lora(h, c_path("path", path), float(scale),
+                                                 c_string("key_prefix", key_prefix), ctypes.byref(taken)))
+        return taken.value
 
     def set_max_bytes(self, max_bytes: int) -> None:
         """Change the budget of tracked tensor memory (0 = no limit) for the following calls."""
