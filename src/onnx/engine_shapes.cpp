@@ -95,6 +95,18 @@ std::string why_no_static_shape(const IrGraph &g, const Node &n) {
     if (engine_infer(g, n, *def, alloc, &why)) return "";
     // An op that took the declared-shape fallback: name the computed input its shape comes from.
     if (why.find("(-1)") != std::string::npos || why.rfind("its output shape", 0) == 0) {
+        // An op that says which inputs decide its shape: name every one computed at run time.
+        std::vector<std::string> computed;
+        for (size_t j = 0; j < n.inputs.size() && j < 32; ++j)
+            if (((def->shape_value_mask >> j) & 1u) && !n.inputs[j].empty() && !g.is_constant(n.inputs[j]))
+                computed.push_back(cat("'", n.inputs[j], "'"));
+        if (!computed.empty()) {
+            std::string list = computed[0];
+            for (size_t j = 1; j < computed.size(); ++j)
+                list += cat(j + 1 == computed.size() ? " and " : ", ", computed[j]);
+            return cat("its output shape comes from the values of ", list,
+                       ", which are computed at run time; fix the values it depends on (--input-value)");
+        }
         // Input 0 is usually the data (Reshape's, Compress's), so it comes last; it is the size itself for ops
         // with one input (the window functions). Bool inputs are masks (Compress's condition).
         for (size_t j = 1; j <= n.inputs.size(); ++j) {

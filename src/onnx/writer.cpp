@@ -49,7 +49,7 @@ std::string parent_of(const std::string &path) {
 // Ops whose trailing outputs are optional extras: leaving unused ones out does not change the result.
 bool trailing_outputs_optional(const std::string &op) {
     return op == "Dropout" || op == "MaxPool" || op == "LayerNormalization" || op == "BatchNormalization" ||
-           op == "LSTM" || op == "GRU" || op == "RNN";
+           op == "LSTM" || op == "GRU" || op == "RNN" || op == "Unique";
 }
 
 // A 4-D weight the reading op prefers in OHWI order (Conv's W): written as OnnxStream does, referenced as

@@ -303,6 +303,9 @@ struct OpDef {
     // Value inputs that were not computed this run (outputs of an If branch that did not run) reach the op
     // as absent inputs instead of failing the run (IfMerge).
     bool reads_absent_values = false;
+    // Inputs (one bit per input index) whose values decide an output's shape (NonMaxSuppression's selected
+    // count): the converter names the ones computed at run time when it cannot give the output a static shape.
+    uint32_t shape_value_mask = 0;
     // The layout input i's kernel is read in (RunContext::kernel_weight).
     Layout kernel_layout(size_t input) const {
         return ohwi_weight_input == static_cast<int>(input) ? Layout::OHWI : Layout::Plain;
@@ -346,6 +349,10 @@ struct OpDef {
     }
     OpDef &with_absent_values() {
         reads_absent_values = true;
+        return *this;
+    }
+    OpDef &with_shape_value_inputs(uint32_t mask) {
+        shape_value_mask = mask;
         return *this;
     }
 };

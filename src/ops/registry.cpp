@@ -38,6 +38,7 @@ const Registry &Registry::builtin() {
         register_loss_ops(r);
         register_lrn_mvn_ops(r);
         register_window_function_ops(r);
+        register_nms_ops(r);
         return r;
     }();
     return registry;

@@ -151,7 +151,8 @@ def pins_for(message, feeds, pinned):
     """The inputs to pin with --input-value after a conversion stopped at a shape that input values decide: the
     ones the message names, else the shape-like inputs (integers of rank <= 1 and up to 64 values, floats of
     rank 1 and up to 8 values: shapes, axes, pads, scales, depths) not pinned yet, the first input last."""
-    named = set(re.findall(r"values of '([^']+)'", message))
+    named = {n for names in re.findall(r"values of ((?:'[^']+'(?:, | and )?)+)", message)
+             for n in re.findall(r"'([^']+)'", names)}
     chosen = [(n, p) for n, p in feeds if n in named and n not in pinned]
     if chosen:
         return chosen
