@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lora.h"
 #include "pipeline.h"
 #include "progress.h"
 #include "tokenizer.h"
@@ -20,7 +21,7 @@ static const char *usage =
     "          [--memory-mode min|balanced|max-speed] [--attention auto|full|sliced|flash]\n"
     "          [--arithmetic auto|fp32|fp16]\n"
     "          [--tiled-decode] [--tile-overlap N] [--tile-cache DIR] [--rpi] [--rpi-lowmem] [--ops-printf]\n"
-    "          [--tokenizer PATH] [--print-tokens] [--help]\n"
+    "          [--lora FILE[:SCALE]]... [--tokenizer PATH] [--print-tokens] [--help]\n"
     "  --models-path      folder with text_encoder_fp32/, unet_fp16/ (or unet_fp32/), vae_decoder_fp32/\n"
     "                     (or vae_decoder_fp16/) and tokenizer/ (OnnxStream's SD 1.5 layout)\n"
     "  --xl               SDXL 1.0 base: sdxl_text_encoder_1_fp32/, sdxl_text_encoder_2_fp32/, sdxl_unet_fp16/,\n"
@@ -47,6 +48,9 @@ static const char *usage =
     "  --rpi              memory mode min (a 1 GB board)\n"
     "  --rpi-lowmem       the lowest memory (a 512 MB board): memory mode min, weights read per op without\n"
     "                     read-ahead, flash attention, tiled decoding when a tile decoder exists\n"
+    "  --lora             apply a LoRA (.safetensors, kohya/A1111 or diffusers/PEFT keys) to the text\n"
+    "                     encoder(s) and the UNet while their weights stream, scaled by SCALE (default 1);\n"
+    "                     repeatable (at most 16), the LoRAs add up\n"
     "  --tokenizer        a folder with vocab.txt + merges.txt, or bpe_simple_vocab_16e6.txt.gz\n"
     "  --print-tokens     print the prompt's token ids (one line per 75-token chunk) and exit\n";
 
@@ -84,6 +88,9 @@ static int print_tokens(const char *path, const char *prompt) {
 int main(int argc, char **argv) {
     sd_pipeline_options_t o;
     sd_pipeline_options_init(&o);
+    static sd_lora_t loras[SD_MAX_LORAS];
+    char err[2048] = "";
+    o.loras = loras;
     o.output = "result.png";
     int want_tokens = 0, latents_only = 0, steps_given = 0, cfg_given = 0;
     for (int i = 1; i < argc; ++i) {
@@ -166,6 +173,10 @@ int main(int argc, char **argv) {
             o.decode_latents = v;
         } else if (!strcmp(a, "--tile-cache")) {
             o.tile_cache = v;
+        } else if (!strcmp(a, "--lora")) {
+            if (o.lora_count == SD_MAX_LORAS) return die("--lora: at most 16 LoRAs");
+            if (sd_lora_parse(v, &loras[o.lora_count], err, sizeof err) != 0) return die(err);
+            o.lora_count++;
         } else if (!strcmp(a, "--tokenizer")) {
             o.tokenizer_path = v;
         } else if (!strcmp(a, "--sampler")) {
@@ -209,11 +220,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "sd: --models-path is required\n%s", usage);
         return 1;
     }
+    if (o.lora_count && o.decode_latents) return die("--lora changes the text encoder and the UNet, which --decode-latents does not run");
     if (latents_only) {
         if (!o.save_latents || o.decode_latents) return die("--latents-only needs --save-latents (and no --decode-latents)");
         o.output = NULL;
     }
-    char err[2048] = "";
     double start = sd_progress_now();
     onnxstream_status_t s = sd_pipeline_run(&o, err, sizeof err);
     if (s != ONNXSTREAM_OK) return die(err);

@@ -225,14 +225,18 @@ static int denoise(void *user, const float *x, double sigma, double timestep, fl
 
 /* Runs one text encoder folder over both prompts; the model is destroyed before returning. */
 static onnxstream_status_t run_text_encoder(const sd_pipeline_options_t *o, const sd_tokenizer_t *tok,
-                                            const char *folder, const sd_text_encoder_spec_t *spec,
-                                            int with_negative, sd_text_encoding_t *cond,
-                                            sd_text_encoding_t *uncond, char *err, size_t err_size) {
+                                            const char *folder, sd_lora_target target,
+                                            const sd_text_encoder_spec_t *spec, int with_negative,
+                                            sd_text_encoding_t *cond, sd_text_encoding_t *uncond,
+                                            size_t *lora_taken, char *err, size_t err_size) {
     char path[4096];
     join(path, sizeof path, o->models_path, folder);
     onnxstream_model_t *te = NULL;
     double start = sd_progress_now();
     onnxstream_status_t s = open_model(o, path, "text encoder", &te, err, err_size);
+    if (s == ONNXSTREAM_OK)
+        s = sd_lora_apply(te, target, o->model != SD_MODEL_SD15, o->loras, o->lora_count, lora_taken, o->quiet, err,
+                          err_size);
     if (s == ONNXSTREAM_OK)
         s = sd_encode_prompts(te, tok, spec, o->prompt, o->negative_prompt, with_negative, cond, uncond, err,
                               err_size);
@@ -250,8 +254,8 @@ static onnxstream_status_t run_text_encoder(const sd_pipeline_options_t *o, cons
  * embeddings are zeros (SDXL's force_zeros_for_empty_prompt), and SDXL Turbo has no unconditional run.
  */
 static onnxstream_status_t encode_text(const sd_pipeline_options_t *o, const sd_layout_t *layout,
-                                       sd_text_encoding_t *cond, sd_text_encoding_t *uncond, char *err,
-                                       size_t err_size) {
+                                       sd_text_encoding_t *cond, sd_text_encoding_t *uncond, size_t *lora_taken,
+                                       char *err, size_t err_size) {
     char tok_path[4096];
     snprintf(tok_path, sizeof tok_path, "%s", o->tokenizer_path ? o->tokenizer_path : "");
     if (!o->tokenizer_path) join(tok_path, sizeof tok_path, o->models_path, layout->tokenizer);
@@ -261,16 +265,19 @@ static onnxstream_status_t encode_text(const sd_pipeline_options_t *o, const sd_
     onnxstream_status_t s;
     if (!layout->xl) {
         sd_text_encoder_spec_t spec = {"onnx::Reshape_0", SD_TOKEN_PAD, 0};
-        s = run_text_encoder(o, tok, layout->text_encoders[0], &spec, 1, cond, uncond, err, err_size);
+        s = run_text_encoder(o, tok, layout->text_encoders[0], SD_LORA_TEXT_ENCODER, &spec, 1, cond, uncond,
+                             lora_taken, err, err_size);
     } else {
         int encode_negative = o->model == SD_MODEL_SDXL && o->negative_prompt != NULL;
         sd_text_encoder_spec_t spec1 = {"input_ids", SD_TOKEN_PAD, 0}, spec2 = {"input_ids", 0, 1};
         sd_text_encoding_t c1, u1, c2, u2;
         memset(&c1, 0, sizeof c1);
         memset(&u1, 0, sizeof u1);
-        s = run_text_encoder(o, tok, layout->text_encoders[0], &spec1, encode_negative, &c1, &u1, err, err_size);
+        s = run_text_encoder(o, tok, layout->text_encoders[0], SD_LORA_TEXT_ENCODER, &spec1, encode_negative, &c1,
+                             &u1, lora_taken, err, err_size);
         if (s == ONNXSTREAM_OK)
-            s = run_text_encoder(o, tok, layout->text_encoders[1], &spec2, encode_negative, &c2, &u2, err, err_size);
+            s = run_text_encoder(o, tok, layout->text_encoders[1], SD_LORA_TEXT_ENCODER_2, &spec2, encode_negative,
+                                 &c2, &u2, lora_taken, err, err_size);
         if (s != ONNXSTREAM_OK) {
             sd_text_encoding_free(&c1);
             sd_text_encoding_free(&u1);
@@ -328,7 +335,8 @@ static onnxstream_status_t diffuse(const sd_pipeline_options_t *o, float *latent
     sd_text_encoding_t cond, uncond;
     memset(&cond, 0, sizeof cond);
     memset(&uncond, 0, sizeof uncond);
-    onnxstream_status_t s = encode_text(o, layout, &cond, &uncond, err, err_size);
+    size_t lora_taken[SD_MAX_LORAS] = {0};
+    onnxstream_status_t s = encode_text(o, layout, &cond, &uncond, lora_taken, err, err_size);
 
     char path[4096];
     onnxstream_model_t *unet = NULL;
@@ -345,6 +353,9 @@ static onnxstream_status_t diffuse(const sd_pipeline_options_t *o, float *latent
         }
         s = open_model(o, path, "unet", &unet, err, err_size);
     }
+    if (s == ONNXSTREAM_OK)
+        s = sd_lora_apply(unet, SD_LORA_UNET, layout->xl, o->loras, o->lora_count, lora_taken, o->quiet, err, err_size);
+    if (s == ONNXSTREAM_OK) s = sd_lora_check_used(o->loras, o->lora_count, lora_taken, layout->xl, err, err_size);
     denoise_ctx_t d;
     memset(&d, 0, sizeof d);
     if (s == ONNXSTREAM_OK) s = check_unet(unet, path, &cond, layout->xl, &d, err, err_size);

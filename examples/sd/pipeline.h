@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lora.h"
 #include "onnxstream.h"
 #include "scheduler.h"
 
@@ -79,6 +80,8 @@ typedef struct sd_pipeline_options {
     const char *decode_latents;   /* skip diffusion: decode this latents file (may be NULL) */
     const char *tile_cache;       /* tiled decoding: keep each decoded tile in this folder and read back the
                                      tiles already there, so a stopped decode resumes (may be NULL) */
+    const sd_lora_t *loras;       /* applied to the text encoder(s) and the UNet while they stream */
+    size_t lora_count;
 } sd_pipeline_options_t;
 
 /* Fill defaults: SD 1.5, 20 steps, cfg 7.5, seed 0, euler_a, balanced memory mode, tiles when in MIN mode.

@@ -134,14 +134,60 @@ def torch_output(module, case):
     return (y[0] if isinstance(y, tuple) else y).numpy()
 
 
+def sd_cli(args, ucase, tcase, unet_merged, text_merged, lora1, lora2, s1, s2):
+    """`sd --lora` on folders of the unmerged models gives the latents of the same run on folders converted
+    from PyTorch's merged models (exported to ONNX here)."""
+    base, merged = os.path.join(args.work, "base"), os.path.join(args.work, "merged")
+    vae = Case(args, "vae_decoder")
+    for folder, te_onnx, unet_onnx in ((base, None, None), (merged, "te_merged", "unet_merged")):
+        os.makedirs(folder)
+        for case, module, exported, dst in ((tcase, text_merged, te_onnx, "text_encoder_fp32"),
+                                            (ucase, unet_merged, unet_onnx, "unet_fp32"),
+                                            (vae, None, None, "vae_decoder_fp32")):
+            onnx = os.path.join(case.dir, "model.onnx")
+            if exported:
+                out_dir = os.path.join(args.work, exported)
+                gen_sd.export(exported, module, [(n, np.load(f)) for n, f in case.inputs], case.output, out_dir)
+                onnx = os.path.join(out_dir, "model.onnx")
+            subprocess.run([args.convert, onnx, os.path.join(folder, dst)], check=True, stdout=subprocess.DEVNULL)
+    common = [args.sd, "--tokenizer", args.tokenizer, "--prompt", "a lighthouse in a storm", "--steps", "2",
+              "--seed", "11", "--latents-only"]
+    lat_base, lat_merged = os.path.join(args.work, "base.bin"), os.path.join(args.work, "merged.bin")
+    r = subprocess.run(common + ["--models-path", base, "--lora", f"{lora1}:{s1}", "--lora", f"{lora2}:{s2}",
+                                 "--save-latents", lat_base], capture_output=True, text=True)
+    check(r.returncode == 0, f"sd --lora runs ({r.stderr.strip()[-300:]})")
+    check("module(s) in the text encoder" in r.stderr and "module(s) in the unet" in r.stderr,
+          "sd --lora reports the modules each model took")
+    m = subprocess.run(common + ["--models-path", merged, "--save-latents", lat_merged], capture_output=True, text=True)
+    check(m.returncode == 0, f"sd runs the merged models ({m.stderr.strip()[-200:]})")
+    if r.returncode == 0 and m.returncode == 0:
+        got, want = np.fromfile(lat_base, np.float32), np.fromfile(lat_merged, np.float32)
+        err = rel_l2(got, want)
+        check(err <= 1e-4, f"sd --lora latents vs the merged models' latents: rel L2 {err:.3g} (bound 1e-4)")
+    other = os.path.join(args.work, "other.safetensors")
+    write_safetensors(other, {"lora_te1_text_model_x.lora_up.weight": np.zeros((4, 1), np.float32),
+                              "lora_te1_text_model_x.lora_down.weight": np.zeros((1, 4), np.float32)})
+    r = subprocess.run(common + ["--models-path", base, "--lora", other, "--save-latents", lat_base],
+                       capture_output=True, text=True)
+    check(r.returncode != 0 and "no module for this model" in r.stderr,
+          f"sd refuses a LoRA with no module for SD 1.5 ({r.stderr.strip()[-200:]})")
+    r = subprocess.run([args.sd, "--models-path", base, "--decode-latents", lat_merged, "--lora", lora1],
+                       capture_output=True, text=True)
+    check(r.returncode != 0 and "--decode-latents" in r.stderr, "sd refuses --lora with --decode-latents")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", required=True)
     ap.add_argument("--convert", required=True)
     ap.add_argument("--run", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--sd", help="the sd example: check `sd --lora` instead of onnxstream-run --lora")
+    ap.add_argument("--tokenizer", help="with --sd: the CLIP vocabulary (bpe_simple_vocab_16e6.txt.gz)")
     args = ap.parse_args()
     args.convert, args.run = cross_exe.wrap(args.convert), cross_exe.wrap(args.run)
+    if args.sd:
+        args.sd = cross_exe.wrap(args.sd)
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
 
@@ -177,6 +223,11 @@ def main():
     print(f"info LoRA 1: {len(kohya) // 3} modules, LoRA 2: {len(peft) // 2} modules")
 
     ucase, tcase = Case(args, "unet"), Case(args, "text_encoder")
+    if args.sd:
+        sd_cli(args, ucase, tcase, merge(unet, unet_merge), merge(text, text_merge), lora1, lora2, s1, s2)
+        shutil.rmtree(args.work, ignore_errors=True)
+        finish()
+        return
     want_unet = torch_output(merge(unet, unet_merge), ucase)
     want_text = torch_output(merge(text, text_merge), tcase)
     base_unet = torch_output(unet, ucase)
