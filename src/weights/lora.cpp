@@ -29,7 +29,8 @@ struct ModuleParts {
     const StoredTensor *up = nullptr, *down = nullptr, *alpha = nullptr;
 };
 
-// Key endings of the LoRA forms read: kohya/A1111, diffusers/PEFT, and diffusers' older attention processors.
+// Key endings of the LoRA forms read: kohya/A1111, diffusers/PEFT, and diffusers' older attention processors
+// (`….processor.to_q_lora.up.weight`) and LoRA linear layers (`….q_proj.lora_linear_layer.up.weight`).
 struct PartSuffix {
     const char *suffix;
     const StoredTensor *ModuleParts::*part;
@@ -37,7 +38,8 @@ struct PartSuffix {
 const PartSuffix kPartSuffixes[] = {
     {".lora_up.weight", &ModuleParts::up}, {".lora_down.weight", &ModuleParts::down},
     {".lora_B.weight", &ModuleParts::up},  {".lora_A.weight", &ModuleParts::down},
-    {".lora.up.weight", &ModuleParts::up}, {".lora.down.weight", &ModuleParts::down},
+    {"_lora.up.weight", &ModuleParts::up}, {"_lora.down.weight", &ModuleParts::down},
+    {".lora_linear_layer.up.weight", &ModuleParts::up}, {".lora_linear_layer.down.weight", &ModuleParts::down},
     {".alpha", &ModuleParts::alpha},
 };
 
@@ -105,10 +107,22 @@ std::map<std::string, std::vector<Target>> lora_targets(const Graph &graph) {
     return targets;
 }
 
+// diffusers' older attention-processor keys name the layer inside the processor: `attn1.processor.to_q(_lora)`
+// is `attn1.to_q`, `….to_out(_lora)` is `attn1.to_out.0`.
+std::string processor_layer(std::string k) {
+    const std::string proc = "_processor_to_";
+    const size_t at = k.find(proc);
+    if (at == std::string::npos) return k;
+    if (ends_with_part(k, "_lora")) k.resize(k.size() - 5);
+    k = k.substr(0, at) + "_to_" + k.substr(at + proc.size());
+    if (ends_with_part(k, "_to_out")) k += "_0";
+    return k;
+}
+
 // The targets of a module key: the longest layer path that ends the key at a '_' boundary.
 const std::vector<Target> *match_module(const std::map<std::string, std::vector<Target>> &targets,
                                         const std::string &key) {
-    const std::string k = normalized(key);
+    const std::string k = processor_layer(normalized(key));
     auto it = targets.find(k);
     if (it != targets.end()) return &it->second;
     for (size_t p = k.find('_'); p != std::string::npos; p = k.find('_', p + 1)) {

@@ -197,7 +197,7 @@ def main():
 
     # LoRA 1, kohya form: every Linear/Conv2d of the UNet and the text encoder, float32, alpha 2 (rank 4).
     # LoRA 2, PEFT form: the UNet's attention projections again, float16 (the merge uses the rounded
-    # values), no alpha (alpha = rank), plus a bfloat16 pair on the first conv.
+    # values), no alpha (alpha = rank), plus a bfloat16 pair on the first conv and diffusers' older forms.
     kohya, peft = {}, {}
     unet_merge, text_merge = [], []
     s1, alpha1, s2 = 0.7, 2.0, 0.5
@@ -214,6 +214,18 @@ def main():
             up16, down16 = up.astype(np.float16), down.astype(np.float16)
             peft[f"unet.{path}.lora_B.weight"], peft[f"unet.{path}.lora_A.weight"] = up16, down16
             unet_merge.append((path, up16.astype(np.float32), down16.astype(np.float32), s2))
+    # diffusers' older attention-processor spelling, on the first cross-attention's output projection.
+    path = next(p for p, _ in layers(unet) if p.endswith("attn2.to_out.0"))
+    up, down = make_factors(rng, dict(unet.named_modules())[path])
+    stem = path[: -len(".to_out.0")]
+    peft[f"unet.{stem}.processor.to_out_lora.up.weight"] = up
+    peft[f"unet.{stem}.processor.to_out_lora.down.weight"] = down
+    unet_merge.append((path, up, down, s2))
+    # and diffusers' older LoRA linear layers, on the first feed-forward output layer.
+    path = next(p for p, _ in layers(unet) if p.endswith("ff.net.2"))
+    up, down = make_factors(rng, dict(unet.named_modules())[path])
+    peft[f"unet.{path}.lora_linear_layer.up.weight"], peft[f"unet.{path}.lora_linear_layer.down.weight"] = up, down
+    unet_merge.append((path, up, down, s2))
     up, down = make_factors(rng, dict(unet.named_modules())["conv_in"])
     peft["unet.conv_in.lora_B.weight"], peft["unet.conv_in.lora_A.weight"] = ("BF16", up), ("BF16", down)
     unet_merge.append(("conv_in", bf16_rounded(up), bf16_rounded(down), s2))
