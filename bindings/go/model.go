@@ -282,6 +282,30 @@ func (m *Model) AddOutput(name string) error {
 	return m.check(C.onnxstream_model_add_output(m.p, cname))
 }
 
+// AddLora applies a LoRA (safetensors up/down pairs) while the weights stream, from the next run on: each
+// weight W it names is used as W + scale * (alpha / rank) * up . down. It takes the modules whose keys start
+// with keyPrefix ("" for all) and returns how many it took (docs/lora.md).
+func (m *Model) AddLora(path string, scale float32, keyPrefix string) (int, error) {
+	if m.p == nil {
+		return 0, errClosed()
+	}
+	cpath, err := cstring(path)
+	if err != nil {
+		return 0, err
+	}
+	defer C.free(unsafe.Pointer(cpath))
+	cprefix, err := cstring(keyPrefix)
+	if err != nil {
+		return 0, err
+	}
+	defer C.free(unsafe.Pointer(cprefix))
+	var taken C.size_t
+	if err := m.check(C.onnxstream_model_add_lora(m.p, cpath, C.float(scale), cprefix, &taken)); err != nil {
+		return 0, err
+	}
+	return int(taken), nil
+}
+
 // ReadRangeData reads activation ranges (OnnxStream's range_data.txt) for static W8A8; a model folder's
 // own range_data.txt is read at load.
 func (m *Model) ReadRangeData(path string) error {

@@ -243,6 +243,20 @@ impl Model {
         self.check(unsafe { sys::onnxstream_model_add_output(self.ptr(), name.as_ptr()) })
     }
 
+    /// Applies a LoRA (safetensors up/down pairs) while the weights stream, from the next run on: each weight
+    /// W it names is used as W + scale · (alpha / rank) · up · down. Takes the modules whose keys start with
+    /// `key_prefix` ("" for all) and returns how many it took (docs/lora.md).
+    pub fn add_lora<P: AsRef<Path>>(&mut self, path: P, scale: f32, key_prefix: &str) -> Result<usize> {
+        let path = path_cstring(path.as_ref())?;
+        let prefix = cstring("key prefix", key_prefix)?;
+        let mut taken: usize = 0;
+        // Safety: valid model, strings and out pointer.
+        self.check(unsafe {
+            sys::onnxstream_model_add_lora(self.ptr(), path.as_ptr(), scale, prefix.as_ptr(), &mut taken)
+        })?;
+        Ok(taken)
+    }
+
     /// Reads activation ranges (OnnxStream's `range_data.txt`) for static W8A8; a model folder's own
     /// `range_data.txt` is read at load.
     pub fn read_range_data(&mut self, path: &str) -> Result<()> {

@@ -215,6 +215,13 @@ extern "C" {
         model: *mut onnxstream_model_t,
         name: *const c_char,
     ) -> onnxstream_status_t;
+    pub fn onnxstream_model_add_lora(
+        model: *mut onnxstream_model_t,
+        path: *const c_char,
+        scale: f32,
+        key_prefix: *const c_char,
+        modules_taken: *mut usize,
+    ) -> onnxstream_status_t;
     pub fn onnxstream_model_read_range_data(
         model: *mut onnxstream_model_t,
         path: *const c_char,
