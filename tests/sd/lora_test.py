@@ -253,18 +253,26 @@ def main():
     lora1u = os.path.join(args.work, "kohya_unet.safetensors")
     write_safetensors(lora1u, unet_only)
     unet_lora = ["--lora", f"{lora1u}:{s1}", "--lora", f"{lora2}:{s2}"]
+    cache = os.path.join(args.work, "unet_fp16.cache")  # holds the weights without the LoRAs
     for folder, extra, bound, what in (
             (fp32, [], 2e-5, "float32 folder"),
             (fp32, ["--memory-mode", "min", "--provider", "nocache"], 2e-5, "float32, memory mode min, nocache"),
             (fp32, ["--provider", "ram", "--memory-mode", "max-speed", "--runs", "3"], 2e-5,
              "float32, ram provider, max-speed, 3 runs (each fetch adds the deltas to a copy)"),
             (fp32, ["--provider", "mmap"], 2e-5, "float32, mmap provider"),
+            (fp16, ["--cache", cache], 3e-3, "float16 folder, persistent cache built"),
+            (fp16, ["--cache", cache], 3e-3, "float16 folder, persistent cache reused"),
             (fp16, [], 3e-3, "float16 folder")):
         p, got = ucase.run(folder, *unet_lora, *extra)
         err = rel_l2(got, want_unet) if got is not None else float("inf")
         check(p.returncode == 0 and err <= bound,
               f"UNet, {what}: rel L2 vs PyTorch merged {err:.3g} (bound {bound:g}) {p.stderr.strip()[-300:]}")
         check(f"{len(unet_only) // 3} module(s)" in p.stderr, f"UNet, {what}: modules taken reported")
+
+    p, got = ucase.run(fp16, "--cache", cache)
+    err = rel_l2(got, base_unet) if got is not None else float("inf")
+    check(p.returncode == 0 and err <= 3e-3, f"the cache built with the LoRAs serves the weights without them: "
+          f"rel L2 vs PyTorch unmerged {err:.3g}")
 
     # The text encoder from the combined kohya file, with the prefix choosing its modules.
     tfolder = tcase.convert()
