@@ -75,8 +75,9 @@ def make_factors(rng, m):
     else:
         up_shape, down_shape = (w.shape[0], RANK, 1, 1), (RANK,) + tuple(w.shape[1:])
     fan_in = int(np.prod(down_shape[1:]))
-    return (rng.standard_normal(up_shape).astype(np.float32) * 0.1,
-            rng.standard_normal(down_shape).astype(np.float32) / np.sqrt(fan_in))
+    # float32 at the end: NumPy 2 keeps float64 for a float32 array divided by a NumPy float64 scalar.
+    return ((rng.standard_normal(up_shape) * 0.1).astype(np.float32),
+            (rng.standard_normal(down_shape) / np.sqrt(fan_in)).astype(np.float32))
 
 
 def merge(module, entries):
