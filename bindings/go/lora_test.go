@@ -91,14 +91,7 @@ func checkLoraOutput(t *testing.T, m *Model, scale float32) {
 	if err := m.Run(); err != nil {
 		t.Fatal(err)
 	}
-	out, err := m.OutputByName("y")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := out.Float32()
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := outputY(t, m)
 	for i, want := range loraExpected(scale) {
 		if math.Abs(float64(got[i]-want)) > 1e-5*math.Max(1, math.Abs(float64(want))) {
 			t.Fatalf("scale %g: y[%d] = %g, want %g", scale, i, got[i], want)
