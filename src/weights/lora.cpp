@@ -132,15 +132,9 @@ const std::vector<Target> *match_module(const std::map<std::string, std::vector<
     return nullptr;
 }
 
-uint64_t numel_of(const std::vector<int64_t> &shape) {
-    uint64_t n = 1;
-    for (int64_t d : shape) n *= static_cast<uint64_t>(d);
-    return n;
-}
-
 // A tensor of the LoRA file as float32 (F32, F16 or BF16 stored).
 std::vector<float> read_floats(const std::string &path, const StoredTensor &t) {
-    const size_t n = static_cast<size_t>(numel_of(t.shape));
+    const size_t n = static_cast<size_t>(shape_numel(t.shape));
     std::vector<float> out(n);
     weight_cache::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) fail(ONNXSTREAM_ERR_IO, "LoRA file ", path, ": cannot open it");
@@ -174,7 +168,7 @@ std::string fit(const Target &t, const ModuleParts &m, LoraSet::Delta &d) {
     if (down.size() < 2 || up[1] != down[0]) return "up " + shape_str(up) + " and down " + shape_str(down) + " disagree on the rank";
     d.out = static_cast<size_t>(up[0]);
     d.rank = static_cast<size_t>(up[1]);
-    d.in = static_cast<size_t>(numel_of(down) / std::max<uint64_t>(1, d.rank));
+    d.in = static_cast<size_t>(shape_numel(down)) / std::max<size_t>(1, d.rank);
     bool ok = false;
     if (t.kind == LoraTargetKind::InOut) ok = down.size() == 2 && w[0] == down[1] && w[1] == up[0];
     else if (t.kind == LoraTargetKind::OutIn) ok = down.size() == 2 && w[0] == up[0] && w[1] == down[1];
@@ -235,7 +229,7 @@ size_t LoraSet::add(const Graph &graph, const std::string &path, float scale, co
             continue;
         }
         if (!float_stored(m.up->dtype) || !float_stored(m.down->dtype) || (m.alpha && !float_stored(m.alpha->dtype)) ||
-            (m.alpha && numel_of(m.alpha->shape) != 1)) {
+            (m.alpha && shape_numel(m.alpha->shape) != 1)) {
             bad.push_back(key + " (its tensors must be F32, F16 or BF16, alpha one value)");
             continue;
         }
