@@ -50,11 +50,12 @@ def log(msg):
     print(f"make_models.py: {msg}", file=sys.stderr, flush=True)
 
 
-def make_models(build, out, size="small", onnx_dir=None, work=None, family="sd15"):
-    """Generate what onnx_dir lacks into work (default OUT.onnx), convert everything into out.
-    Returns {folder: conversion seconds} for the models converted (up-to-date folders are kept)."""
+def make_models(build, out, size="small", onnx_dir=None, work=None, family="sd15", convert=None):
+    """Generate what onnx_dir lacks into work (default OUT.onnx), convert everything into out with convert
+    (default: build's onnxstream-convert). Returns {folder: conversion seconds} for the models converted
+    (up-to-date folders are kept)."""
     gen, models = FAMILIES[family]
-    convert = os.path.join(os.path.abspath(build), "src", "tools", "onnxstream-convert")
+    convert = convert or os.path.join(os.path.abspath(build), "src", "tools", "onnxstream-convert")
     if not os.access(convert, os.X_OK):
         sys.exit(f"make_models.py: {convert} not found; build first (ninja -C {build})")
     out = os.path.abspath(out)
