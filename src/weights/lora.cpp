@@ -2,14 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fcntl.h>
 
 #include "ops/op.h"
 #include "tensor/half.h"
 #include "util/checked.h"
 #include "util/error.h"
 #include "util/strings.h"
-#include "weights/cache_file_io.h"
 #include "weights/safetensors.h"
 
 namespace onnxstream {
@@ -132,31 +130,6 @@ const std::vector<Target> *match_module(const std::map<std::string, std::vector<
     return nullptr;
 }
 
-// A tensor of the LoRA file as float32 (F32, F16 or BF16 stored).
-std::vector<float> read_floats(const std::string &path, const StoredTensor &t) {
-    const size_t n = static_cast<size_t>(shape_numel(t.shape));
-    std::vector<float> out(n);
-    weight_cache::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) fail(ONNXSTREAM_ERR_IO, "LoRA file ", path, ": cannot open it");
-    bool ok = false;
-    if (t.dtype == StoredDType::F32) {
-        ok = weight_cache::pread_all(fd.get(), out.data(), n * 4, t.offset);
-    } else {
-        std::vector<uint16_t> raw(n);
-        ok = weight_cache::pread_all(fd.get(), raw.data(), n * 2, t.offset);
-        if (t.dtype == StoredDType::F16) {
-            half_to_float_n(raw.data(), out.data(), n);
-        } else { // BF16: the top half of a float32
-            for (size_t i = 0; i < n; ++i) {
-                const uint32_t bits = static_cast<uint32_t>(raw[i]) << 16;
-                std::memcpy(&out[i], &bits, 4);
-            }
-        }
-    }
-    if (!ok) fail(ONNXSTREAM_ERR_IO, "LoRA file ", path, ": cannot read its tensors (changed since it was added?)");
-    return out;
-}
-
 bool float_stored(StoredDType d) { return d == StoredDType::F32 || d == StoredDType::F16 || d == StoredDType::BF16; }
 
 // Checks up/down against the target weight; fills the delta's sizes. Empty string when they fit, else why not.
@@ -254,7 +227,7 @@ size_t LoraSet::add(const Graph &graph, const std::string &path, float scale, co
                 fail(ONNXSTREAM_ERR_UNSUPPORTED, "LoRA file ", path, ": module ", key, " changes weight ", t.file,
                      ", which is ", t.spec.quant.present ? "8-bit quantized" : dtype_name(t.spec.dtype),
                      "; a LoRA applies to float32 and float16 weights only");
-            const float alpha = m.alpha ? read_floats(path, *m.alpha)[0] : static_cast<float>(d->rank);
+            const float alpha = m.alpha ? read_stored_floats(path, *m.alpha)[0] : static_cast<float>(d->rank);
             d->factor = scale * alpha / static_cast<float>(d->rank);
             added[t.file].push_back(std::move(d));
         }
@@ -278,7 +251,7 @@ struct Factors {
 };
 
 Factors read_factors(const LoraSet::Delta &d) {
-    Factors f{read_floats(d.path, d.up), read_floats(d.path, d.down)};
+    Factors f{read_stored_floats(d.path, d.up), read_stored_floats(d.path, d.down)};
     if (d.kind == LoraTargetKind::InOut) {
         std::vector<float> up_t(d.rank * d.out);
         for (size_t o = 0; o < d.out; ++o)

@@ -16,6 +16,7 @@
 #include "util/checked.h"
 #include "weights/cache_file_io.h"
 #include "util/error.h"
+#include "tensor/half.h"
 #include "tensor/tensor.h"
 #include "util/strings.h"
 
@@ -294,6 +295,42 @@ SafetensorsIndex SafetensorsIndex::read(const std::string &path) {
 const StoredTensor *SafetensorsIndex::find(const std::string &name) const {
     auto it = tensors_.find(name);
     return it == tensors_.end() ? nullptr : &it->second;
+}
+
+std::vector<float> read_stored_floats(const std::string &path, const StoredTensor &t, size_t first, size_t count) {
+    if (t.dtype != StoredDType::F32 && t.dtype != StoredDType::F16 && t.dtype != StoredDType::BF16)
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, "safetensors file ", path, ": a ", stored_dtype_name(t.dtype),
+             " tensor cannot be read as floats (F32, F16 or BF16)");
+    const size_t elements = checked::to_size(static_cast<uint64_t>(checked::numel_or_fail(t.shape, path)), path);
+    if (first > elements)
+        fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "safetensors file ", path, ": element ", first, " is past the end of a ",
+             shape_str(t.shape), " tensor");
+    const size_t n = std::min(count, elements - first);
+    const size_t esize = stored_dtype_size(t.dtype);
+    std::vector<float> out(n);
+    weight_cache::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) fail(ONNXSTREAM_ERR_IO, "cannot open safetensors file ", path, ": ", std::strerror(errno));
+    const uint64_t offset = t.offset + static_cast<uint64_t>(first) * esize;
+    errno = 0;
+    bool ok = false;
+    if (t.dtype == StoredDType::F32) {
+        ok = weight_cache::pread_all(fd.get(), out.data(), static_cast<uint64_t>(n) * 4, offset);
+    } else {
+        std::vector<uint16_t> raw(n);
+        ok = weight_cache::pread_all(fd.get(), raw.data(), static_cast<uint64_t>(n) * 2, offset);
+        if (t.dtype == StoredDType::F16) {
+            half_to_float_n(raw.data(), out.data(), n);
+        } else { // BF16: the top half of a float32
+            for (size_t i = 0; i < n; ++i) {
+                const uint32_t bits = static_cast<uint32_t>(raw[i]) << 16;
+                std::memcpy(&out[i], &bits, 4);
+            }
+        }
+    }
+    if (!ok)
+        fail(ONNXSTREAM_ERR_IO, "cannot read safetensors file ", path, ": ",
+             errno ? std::strerror(errno) : "the file ended (it changed since its header was read)");
+    return out;
 }
 
 std::shared_ptr<const SafetensorsIndex> open_weight_store(const std::string &folder) {

@@ -68,4 +68,11 @@ private:
 // shared by every reader; nullptr when the folder has none. Throws as SafetensorsIndex::read.
 std::shared_ptr<const SafetensorsIndex> open_weight_store(const std::string &folder);
 
+// Elements [first, first + count) of a float tensor of the safetensors file at `path` (its index gave `t`),
+// widened to float32 from F32, F16 or BF16; count is cut at the tensor's end, so the default reads it all.
+// A range lets callers copy a big tensor in pieces. Throws UNSUPPORTED (another dtype), INVALID_ARGUMENT
+// (first past the end) or IO (the file cannot be opened or read: it changed since its header was read).
+std::vector<float> read_stored_floats(const std::string &path, const StoredTensor &t, size_t first = 0,
+                                      size_t count = SIZE_MAX);
+
 } // namespace onnxstream

@@ -41,7 +41,7 @@ LD_LIBRARY_PATH=$libdir "$dest/user" "$shared/models/yolov8n"
 LD_LIBRARY_PATH=$libdir "$prefix/bin/onnxstream-run" --version
 
 if [ "$man" = yes ]; then
-    for page in onnxstream-run onnxstream-convert sd; do
+    for page in onnxstream-run onnxstream-convert onnxstream-sd-import sd; do
         [ -x "$prefix/bin/$page" ] || continue
         f=$prefix/share/man/man1/$page.1
         [ -s "$f" ] || { echo "install_test: $f missing" >&2; exit 1; }

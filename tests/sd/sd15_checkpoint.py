@@ -89,7 +89,7 @@ def ldm_key(component, key, vae_levels, up_attention):
 def write_ldm(path, weights, drop=(), reshape=None):
     """weights ({component: {diffusers key: float32 array}}) as one file in the ldm layout, float16, plus
     tensors an import skips. drop: ldm keys left out; reshape: {ldm key: shape} written as zeros of that shape."""
-    vae_levels = 1 + max(int(k.split(".")[1]) for k in weights["vae"] if k.startswith("decoder.up_blocks."))
+    vae_levels = 1 + max(int(k.split(".")[2]) for k in weights["vae"] if k.startswith("decoder.up_blocks."))
     up_attention = {int(k.split(".")[1]) for k in weights["unet"] if re.match(r"up_blocks\.\d+\.attentions", k)}
     tensors = {}
     for component, weights in weights.items():

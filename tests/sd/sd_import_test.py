@@ -18,6 +18,8 @@ usage: sd_import_test.py --convert onnxstream-convert --run onnxstream-run --imp
                          --work DIR [--sd sd --tokenizer VOCAB]
 """
 import argparse
+import gzip
+import json
 import os
 import shutil
 import subprocess
@@ -65,6 +67,27 @@ class User:
                     p.copy_(torch.from_numpy(rounded(component, key, self.weights[component][key])))
 
 
+def write_hf_tokenizer(folder, bpe_gz):
+    """Hugging Face's CLIP tokenizer files (vocab.json, merges.txt), as model hubs ship them, made from OpenAI's
+    bpe_simple_vocab_16e6.txt.gz the way CLIP's SimpleTokenizer builds its vocabulary."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\u00a1"), ord("\u00ac") + 1)) + \
+        list(range(ord("\u00ae"), ord("\u00ff") + 1))
+    chars, extra = printable[:], 0
+    for b in range(256):
+        if b not in printable:
+            chars.append(256 + extra)
+            extra += 1
+    byte_tokens = [chr(c) for c in chars]
+    merges = gzip.open(bpe_gz).read().decode("utf-8").split("\n")[1:49152 - 256 - 2 + 1]
+    vocab = byte_tokens + [t + "</w>" for t in byte_tokens] + ["".join(m.split()) for m in merges]
+    vocab += ["<|startoftext|>", "<|endoftext|>"]
+    os.makedirs(folder)
+    with open(os.path.join(folder, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump({t: i for i, t in enumerate(vocab)}, f, ensure_ascii=False)
+    with open(os.path.join(folder, "merges.txt"), "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n" + "\n".join(merges) + "\n")
+
+
 def import_into(args, checkpoint, out):
     return subprocess.run([args.importer, "--graphs", args.graphs, checkpoint, out], capture_output=True, text=True)
 
@@ -86,7 +109,7 @@ def compare(args, user, out, label):
         for (name, _), f in zip(inputs, files):
             cmd += ["--input", f"{name}={f}"]
         p = subprocess.run(cmd, capture_output=True, text=True)
-        check(p.returncode == 0, f"{label}: onnxstream-run {folder} ({p.stderr.strip()[-300:]})")
+        check(p.returncode == 0, f"{label}: onnxstream-run {folder}" + (f" ({p.stderr.strip()[-300:]})" if p.returncode else ""))
         if p.returncode != 0:
             continue
         got = np.load(os.path.join(result, os.listdir(result)[0]))
@@ -161,9 +184,18 @@ def main():
 
     diffusers = os.path.join(args.work, "diffusers")
     write_diffusers(diffusers, user.weights)
+    if args.tokenizer:
+        write_hf_tokenizer(os.path.join(diffusers, "tokenizer"), args.tokenizer)
     out = os.path.join(args.work, "imported_diffusers")
     r = import_into(args, diffusers, out)
     check(r.returncode == 0, f"diffusers folder (bf16, f32, f16) imports ({r.stderr.strip()[-300:]})")
+    if r.returncode == 0 and args.sd:
+        prompt = "A (very) detailed lighthouse, at night: Kodachrome, 35mm! naïve café"
+        ids = [subprocess.run([cross_exe.wrap(args.sd), *where, "--print-tokens", "--prompt", prompt],
+                              capture_output=True, text=True).stdout
+               for where in (["--models-path", out], ["--tokenizer", args.tokenizer])]
+        check(ids[0] and ids[0] == ids[1],
+              f"the tokenizer imported from vocab.json + merges.txt gives the CLIP vocabulary's ids ({ids[0].strip()[:80]})")
     if r.returncode == 0:
         rounding = {"text_encoder": bf16_rounded, "unet": lambda v: v,
                     "vae": lambda v: v.astype(np.float16).astype(np.float32)}
