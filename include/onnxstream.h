@@ -639,6 +639,16 @@ typedef struct onnxstream_convert_options {
         input becomes a constant and leaves the model's inputs, so what depends on it folds away: an If on
         it is replaced by the branch taken. May be NULL. */
     const char *const *input_values;
+    /* Since 0.12: */
+    /** One model for many input sizes: NULL-terminated array of "NAME=d0,d1,..." strings giving a second
+        size for graph inputs ("sample=1,4,96,80" beside input_shapes' "sample=1,4,64,64"). The model is
+        converted for both sizes; each dimension that differs becomes '?' in model.txt (any size, set by
+        the pushed input), and each shape the graph computes from the input size is kept as a rule over
+        the input dimensions (the InputDims op) instead of a constant for one size. Choose a size the model
+        takes, with a different value in every dimension that varies (96 and 80, not 96 and 96), so the rules
+        are told apart. A model whose nodes or other constants differ between the two sizes cannot be made
+        resizable (ONNXSTREAM_ERR_UNSUPPORTED names where). May be NULL. */
+    const char *const *resizable_shapes;
 } onnxstream_convert_options_t;
 
 /** Values of onnxstream_convert_options_t.weights_format. */

@@ -108,6 +108,8 @@ onnxstream_status_t onnxstream_convert_onnx(const char *onnx_path, const char *o
         for (const char *const *p = o.input_shapes; p && *p; ++p)
             c.input_shapes.push_back(importer::parse_input_shape(*p));
         for (const char *const *p = o.input_values; p && *p; ++p) c.input_values.emplace_back(*p);
+        for (const char *const *p = o.resizable_shapes; p && *p; ++p)
+            c.resizable.push_back(importer::parse_input_shape(*p));
 
         RangeMap ranges;
         if (o.quantize == 2) {

@@ -1,5 +1,6 @@
 #include "exec/model.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -195,9 +196,12 @@ int Model::input_index(const std::string &name) const {
 void Model::push_input(const std::string &name, DType dtype, const Shape &shape, const void *data, size_t bytes) {
     int i = input_index(name);
     const Value &v = graph_->values()[static_cast<size_t>(graph_->inputs()[static_cast<size_t>(i)])];
-    if (shape != v.declared_shape)
+    if (!fits_declared(shape, v.declared_shape))
         fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "input '", v.name, "' has shape ", shape_str(shape),
-             " but the model declares ", shape_str(v.declared_shape));
+             " but the model declares ", shape_str(v.declared_shape),
+             std::find(v.declared_shape.begin(), v.declared_shape.end(), kAnyDim) == v.declared_shape.end()
+                 ? " (a model takes other sizes when onnxstream-convert --resizable made it)"
+                 : " ('?': any size)");
     const uint64_t expected = checked::bytes_or_fail(shape, dtype_size(dtype), cat("input '", v.name, "'"));
     if (bytes != expected)
         fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "input '", v.name, "': byte_size is ", bytes, " but ", dtype_name(dtype),
@@ -222,13 +226,16 @@ size_t Model::add_lora(const std::string &path, float scale, const std::string &
 }
 
 const Plan &Model::plan_for_inputs() {
-    std::vector<int> key;
+    std::vector<int64_t> key;
     std::vector<TensorInfo> infos;
     for (size_t i = 0; i < inputs_.size(); ++i) {
         if (inputs_[i].empty())
             fail(ONNXSTREAM_ERR_BAD_STATE, "input '", graph_->values()[static_cast<size_t>(graph_->inputs()[i])].name,
                  "' was not pushed before the run");
-        key.push_back(static_cast<int>(inputs_[i].dtype()));
+        // A resizable model has one plan per set of input shapes, made when the shapes are first pushed.
+        key.push_back(static_cast<int64_t>(inputs_[i].dtype()));
+        key.push_back(static_cast<int64_t>(inputs_[i].rank()));
+        key.insert(key.end(), inputs_[i].shape().begin(), inputs_[i].shape().end());
         infos.push_back(inputs_[i].info());
     }
     auto it = plans_.find(key);

@@ -115,7 +115,7 @@ private:
     std::string folder_;
     std::unique_ptr<Graph> graph_;
     std::vector<Tensor> inputs_; // per graph input; empty until pushed
-    std::map<std::vector<int>, Plan> plans_; // by input dtypes
+    std::map<std::vector<int64_t>, Plan> plans_; // by input dtypes and shapes
     std::vector<Tensor> outputs_;
     // Prepared kernels kept between runs (RAM provider only: the other providers exist to not keep
     // anything per weight).

@@ -28,14 +28,22 @@ public:
 
     // Only canonical decimals are accepted (no sign, spaces or leading zeros): anything else would not
     // be written back byte for byte. The element count is bounded so that byte sizes cannot overflow.
-    Shape parse_dims(std::string_view text, int column) const {
+    // allow_any: '?' (kAnyDim) is allowed, as in activations of a resizable model; weights are static.
+    Shape parse_dims(std::string_view text, int column, bool allow_any = false) const {
         Shape shape;
         if (text.empty()) return shape; // scalar
         int col = column;
         for (auto part : split(text, ',')) {
+            if (allow_any && part == "?") {
+                shape.push_back(kAnyDim);
+                col += 2;
+                continue;
+            }
             bool digits = !part.empty() && part.find_first_not_of("0123456789") == std::string_view::npos &&
                           (part.size() == 1 || part[0] != '0');
-            if (!digits) error(col, cat("bad dimension '", part, "' (expected a non-negative integer)"));
+            if (!digits)
+                error(col, cat("bad dimension '", part, "' (expected a non-negative integer",
+                               allow_any ? " or '?'" : "", ")"));
             int64_t d = 0;
             if (!parse_int64(part, d)) error(col, cat("dimension ", part, " is too large"));
             shape.push_back(d);
@@ -44,6 +52,7 @@ public:
         if (std::find(shape.begin(), shape.end(), 0) == shape.end()) {
             int64_t n = 1;
             for (int64_t d : shape) {
+                if (d == kAnyDim) continue;
                 if (n > kMaxElements / d)
                     error(column, cat("shape ", shape_str(shape), " has more than 2^60 elements"));
                 n *= d;
@@ -70,7 +79,7 @@ public:
         int inner_col = column + static_cast<int>(open) + 1;
         size_t colon = inner.find(':');
         if (colon == std::string_view::npos) {
-            ref.shape = parse_dims(inner, inner_col);
+            ref.shape = parse_dims(inner, inner_col, /*allow_any=*/true);
             return ref;
         }
         ref.is_weight = true;
@@ -165,7 +174,7 @@ std::string write_ref(const TensorRef &ref) {
         if (ref.quant.present) out += "[" + ref.quant_text + "]";
         out += ":";
     }
-    out += join_ints(ref.shape) + ")";
+    out += dims_text(ref.shape) + ")";
     return out;
 }
 

@@ -7,6 +7,13 @@
 
 namespace onnxstream {
 
+bool fits_declared(const Shape &shape, const Shape &declared) {
+    if (shape.size() != declared.size()) return false;
+    for (size_t i = 0; i < shape.size(); ++i)
+        if (shape[i] < 0 || (declared[i] != kAnyDim && shape[i] != declared[i])) return false;
+    return true;
+}
+
 Plan make_plan(const Graph &graph, const std::vector<TensorInfo> &input_infos, const ConstantLoader &load_constant) {
     Plan plan;
     const auto &nodes = graph.nodes();
@@ -17,6 +24,8 @@ Plan make_plan(const Graph &graph, const std::vector<TensorInfo> &input_infos, c
         plan.values[static_cast<size_t>(graph.inputs()[i])] = input_infos.at(i);
 
     std::map<std::string, Tensor> constants; // small weights loaded for inference, dropped at the end
+    std::map<int, Tensor> known;             // outputs whose value the planner knows (OpDef::plan_value)
+    const Allocator plan_alloc;
     for (const Node &node : nodes) {
         if (node.guard >= 0) {
             const std::optional<TensorInfo> &known = plan.values[static_cast<size_t>(node.guard)];
@@ -36,6 +45,10 @@ Plan make_plan(const Graph &graph, const std::vector<TensorInfo> &input_infos, c
         for (int v : node.outputs) declared.push_back(graph.values()[static_cast<size_t>(v)].declared_shape);
         auto constant = [&](size_t i) -> const Tensor * {
             const NodeInput &in = node.inputs[i];
+            if (in.kind == NodeInput::Value) {
+                auto it = known.find(in.value);
+                return it == known.end() ? nullptr : &it->second;
+            }
             if (in.kind != NodeInput::Weight) return nullptr;
             auto it = constants.find(in.weight.file);
             if (it == constants.end()) {
@@ -52,11 +65,12 @@ Plan make_plan(const Graph &graph, const std::vector<TensorInfo> &input_infos, c
                  node.outputs.size());
         for (size_t k = 0; k < outs.size(); ++k) {
             const Value &v = graph.values()[static_cast<size_t>(node.outputs[k])];
-            if (outs[k].shape != v.declared_shape)
+            if (!fits_declared(outs[k].shape, v.declared_shape))
                 fail(ONNXSTREAM_ERR_INVALID_MODEL, node.where, ": output '", v.name, "' has shape ",
                      shape_str(outs[k].shape), " but model.txt declares ", shape_str(v.declared_shape));
             plan.values[static_cast<size_t>(node.outputs[k])] = outs[k];
         }
+        if (node.def->plan_value && outs.size() == 1) known.emplace(node.outputs[0], node.def->plan_value(ctx, plan_alloc));
         plan.node_outputs[static_cast<size_t>(node.index)] = std::move(outs);
         for (const NodeInput &in : node.inputs)
             if (in.kind == NodeInput::Weight) plan.fetch_order.push_back(in.weight);

@@ -38,7 +38,12 @@ struct Plan {
 // tensor when the weight is too large to be worth loading early.
 using ConstantLoader = std::function<Tensor(const WeightSpec &)>;
 
-// input_infos: dtype/shape of every graph input, indexed like graph.inputs().
+// A shape against the one model.txt declares: equal, where a dimension declared kAnyDim ('?' in model.txt:
+// it follows the input size in a model converted with --resizable) matches any size.
+bool fits_declared(const Shape &shape, const Shape &declared);
+
+// input_infos: dtype/shape of every graph input, indexed like graph.inputs(). Inputs may differ from their
+// declarations only in dimensions declared kAnyDim; the plan then follows the pushed shapes.
 Plan make_plan(const Graph &graph, const std::vector<TensorInfo> &input_infos, const ConstantLoader &load_constant);
 
 } // namespace onnxstream

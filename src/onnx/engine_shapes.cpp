@@ -68,7 +68,7 @@ std::optional<std::vector<TensorInfo>> engine_infer(const IrGraph &g, const Node
     }
     // Ops whose output shape a run-time input decides fall back to the declared shape; a declared shape no
     // tensor can have marks that answer as unknown.
-    const std::vector<Shape> declared(n.outputs.size(), Shape{-1});
+    const std::vector<Shape> declared(n.outputs.size(), Shape{kAnyDim});
     try {
         Attributes attributes(&attrs, where);
         NodeView view{n.name, n.op_type, where, attributes};
@@ -94,7 +94,7 @@ std::string why_no_static_shape(const IrGraph &g, const Node &n) {
     std::string why;
     if (engine_infer(g, n, *def, alloc, &why)) return "";
     // An op that took the declared-shape fallback: name the computed input its shape comes from.
-    if (why.find("(-1)") != std::string::npos || why.rfind("its output shape", 0) == 0) {
+    if (why.find("(?)") != std::string::npos || why.rfind("its output shape", 0) == 0) {
         // An op that says which inputs decide its shape: name every one computed at run time.
         std::vector<std::string> computed;
         for (size_t j = 0; j < n.inputs.size() && j < 32; ++j)

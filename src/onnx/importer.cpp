@@ -1,6 +1,7 @@
 #include "onnx/importer.h"
 #include "onnx/input_values.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "onnx/passes/passes.h"
 #include "onnx/inference_guard.h"
 #include "onnx/opset_downgrade.h"
+#include "onnx/resizable.h"
 #include "onnx/shapes.h"
 #include "onnx/validate.h"
 #include "util/error.h"
@@ -446,6 +448,29 @@ ConvertReport convert_onnx(const std::string &onnx_path, const std::string &out_
     check_supported(g);
 
     WriteOptions w;
+    if (!options.resizable.empty()) {
+        // The same conversion for the probe size: the differences say what follows the input size.
+        std::vector<std::pair<std::string, Shape>> probe_shapes = options.input_shapes;
+        for (const auto &[name, shape] : options.resizable) {
+            auto it = std::find_if(probe_shapes.begin(), probe_shapes.end(), [&](const auto &e) { return e.first == name; });
+            if (it != probe_shapes.end()) it->second = shape;
+            else probe_shapes.emplace_back(name, shape);
+        }
+        IrGraph probe = load_onnx(onnx_path, probe_shapes, options.input_values);
+        pin_input_values(probe, options.input_values);
+        check_input_shapes(probe);
+        ConstantEvaluator probe_evaluator;
+        simplify(probe, probe_evaluator, options.fold, spill);
+        WriteOptions::SizeCheck declared, probed;
+        for (const auto &name : g.inputs)
+            if (const ValueType *t = g.type_of(name); t && t->is_static()) declared.inputs[name] = t->dims;
+        for (const auto &name : probe.inputs)
+            if (const ValueType *t = probe.type_of(name); t && t->is_static()) probed.inputs[name] = t->dims;
+        for (const auto &[name, type] : probe.types)
+            if (type.is_static()) probed.expected[name] = type.dims;
+        make_resizable(g, probe, options.resizable, w.any_dims);
+        w.size_checks = {declared, probed};
+    }
     w.fp16 = options.fp16;
     w.keep_fp32 = options.keep_fp32;
     w.quantize_w8 = options.quantize_w8;

@@ -22,6 +22,9 @@ struct ConvertOptions {
     bool quantize_w8 = false;           // --quantize w8: per-channel int8 Conv/Gemm/MatMul weights
     bool quantize_u8 = false;           // --quantize w8a8: per-tensor uint8 weights (ranges come separately)
     std::vector<std::pair<std::string, Shape>> input_shapes; // fixed shapes for graph inputs
+    // --resizable NAME=SHAPE: a second size for these inputs; the model is written to take any size whose
+    // dims follow the same rules (onnx/resizable.h)
+    std::vector<std::pair<std::string, Shape>> resizable;
     bool safetensors = false;           // weights in one model.safetensors instead of .bin files
     std::vector<std::string> input_values; // "NAME=v0,v1,...": inputs pinned to constants (input_values.h)
     FoldLimits fold;

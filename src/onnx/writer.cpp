@@ -388,6 +388,9 @@ OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSumma
         TensorRef ref;
         ref.name = escape_name(name);
         ref.shape = t->dims;
+        if (auto any = options.any_dims.find(name); any != options.any_dims.end())
+            for (size_t d = 0; d < ref.shape.size(); ++d)
+                if (any->second[d]) ref.shape[d] = kAnyDim;
         return ref;
     };
     for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -458,6 +461,12 @@ OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSumma
     for (const auto &kv : weights)
         summary.fp16_weights += kv.second.stored == DType::F16 && kv.second.data->type() == kOnnxFloat;
     return plan;
+}
+
+std::string describe_inputs(const std::unordered_map<std::string, Shape> &inputs) {
+    std::string out;
+    for (const auto &[name, shape] : inputs) out += cat(out.empty() ? "" : ", ", name, " ", shape_str(shape));
+    return out.empty() ? "(declared)" : out;
 }
 
 } // namespace
@@ -549,23 +558,35 @@ WriteSummary write_model(const IrGraph &g, const std::string &out_dir_arg, const
         load_quant_scales(graph, tmp.path);
         std::unordered_map<std::string, const ValueType *> input_types;
         for (const auto &name : g.inputs) input_types[escape_name(name)] = g.type_of(name);
-        std::vector<TensorInfo> infos;
-        for (int v : graph.inputs()) {
-            const std::string &name = graph.values()[static_cast<size_t>(v)].name;
-            auto it = input_types.find(name);
-            DType dtype = DType::F32;
-            if (it == input_types.end() || !it->second || !dtype_of(it->second->elem_type, dtype))
-                fail(ONNXSTREAM_ERR_UNSUPPORTED, "graph input '", unescape_name(name), "' has type ",
-                     it == input_types.end() || !it->second ? "(unknown)" : onnx_type_name(it->second->elem_type),
-                     ", which onnxstream cannot take as an input");
-            infos.push_back(TensorInfo{dtype, graph.values()[static_cast<size_t>(v)].declared_shape, {}});
-        }
+        std::vector<WriteOptions::SizeCheck> checks = options.size_checks;
+        if (checks.empty()) checks.emplace_back(); // the declared shapes
         Allocator alloc;
         auto load = [&](const WeightSpec &spec) -> Tensor {
             if (spec.byte_size() > kPlanConstantBytes) return Tensor();
             return read_weight_file(resolve_weight_file(tmp.path, spec), spec, alloc);
         };
-        make_plan(graph, infos, load);
+        for (const WriteOptions::SizeCheck &check : checks) {
+            std::vector<TensorInfo> infos;
+            for (int v : graph.inputs()) {
+                const std::string &name = graph.values()[static_cast<size_t>(v)].name;
+                auto it = input_types.find(name);
+                DType dtype = DType::F32;
+                if (it == input_types.end() || !it->second || !dtype_of(it->second->elem_type, dtype))
+                    fail(ONNXSTREAM_ERR_UNSUPPORTED, "graph input '", unescape_name(name), "' has type ",
+                         it == input_types.end() || !it->second ? "(unknown)" : onnx_type_name(it->second->elem_type),
+                         ", which onnxstream cannot take as an input");
+                auto given = check.inputs.find(unescape_name(name));
+                infos.push_back(TensorInfo{dtype, given != check.inputs.end() ? given->second
+                                                                              : graph.values()[static_cast<size_t>(v)].declared_shape, {}});
+            }
+            const Plan plan = make_plan(graph, infos, load);
+            for (size_t v = 0; v < graph.values().size(); ++v) {
+                auto want = check.expected.find(unescape_name(graph.values()[v].name));
+                if (want == check.expected.end() || !plan.values[v] || plan.values[v]->shape == want->second) continue;
+                fail(ONNXSTREAM_ERR_INTERNAL, "at input shapes ", describe_inputs(check.inputs), " '", graph.values()[v].name,
+                     "' comes out ", shape_str(plan.values[v]->shape), " instead of ", shape_str(want->second));
+            }
+        }
         summary.ops = graph.nodes().size();
     } catch (const Error &e) {
         throw Error(e.status(), cat("the converted model does not pass the engine's checks: ", e.what()));

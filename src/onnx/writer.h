@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "onnx/ir.h"
@@ -18,6 +19,16 @@ struct WriteOptions {
     bool quantize_w8 = false;           // Conv/Gemm/MatMul weights as per-channel int8 (quantize_export.h)
     bool quantize_u8 = false;           // the same weights as per-tensor uint8 asymmetric (--quantize w8a8)
     bool safetensors = false;           // the weight files packed into one model.safetensors (weights/safetensors_pack.h)
+    // A resizable model (onnx/resizable.h): per value, the dimensions written '?' ...
+    std::unordered_map<std::string, std::vector<bool>> any_dims;
+    // ... and the input sizes the written model is planned at before it is kept (value name -> shape, for
+    // the graph inputs), each with the shapes every value must then have (empty: not checked). Without
+    // any: planned at the declared shapes.
+    struct SizeCheck {
+        std::unordered_map<std::string, Shape> inputs;
+        std::unordered_map<std::string, Shape> expected;
+    };
+    std::vector<SizeCheck> size_checks;
 };
 
 struct WriteSummary {

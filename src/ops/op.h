@@ -43,7 +43,8 @@ public:
     // Throws INVALID_MODEL naming the op when input i is missing.
     const TensorInfo &input(size_t i) const;
     // The value of input i when it is a weight (loaded from the provider on demand; keep such inputs
-    // small: shapes, axes, pads), or nullptr when it is computed at run time.
+    // small: shapes, axes, pads) or an output the planner knows (OpDef::plan_value), or nullptr when it is
+    // computed at run time.
     const Tensor *constant(size_t i) const { return has_input(i) ? constant_(i) : nullptr; }
     // Number of outputs declared in model.txt and the shape declared for output i.
     size_t output_count() const { return declared_.size(); }
@@ -275,9 +276,14 @@ enum class NhwcIo {
     Native,
 };
 
+// An op output's value when the planner can know it without running the graph (InputDims: it depends on
+// input shapes only). The planner hands it to the op's consumers through InferContext::constant.
+using PlanValueFn = Tensor (*)(const InferContext &ctx, const Allocator &alloc);
+
 struct OpDef {
     InferFn infer = nullptr;
     RunFn run = nullptr;
+    PlanValueFn plan_value = nullptr;
     // Index of an input whose kernel the op reads in OHWI layout (Conv: 1), or -1. The op prepares it
     // (RunContext::kernel_weight); providers serve it in the layout they hold, OnnxStream's "_nhwc.bin"
     // twin when it exists.
@@ -319,6 +325,10 @@ struct OpDef {
 
     // Named setters for registration (C++17 has no designated initializers), so each registration says
     // which fields it sets: r.add("Conv", infer, run).with_ohwi_weight_input(1).with_reads_weights_exactly().
+    OpDef &with_plan_value(PlanValueFn fn) {
+        plan_value = fn;
+        return *this;
+    }
     OpDef &with_ohwi_weight_input(int input) {
         ohwi_weight_input = input;
         return *this;

@@ -39,6 +39,7 @@ const Registry &Registry::builtin() {
         register_lrn_mvn_ops(r);
         register_window_function_ops(r);
         register_nms_ops(r);
+        register_input_dims_ops(r);
         return r;
     }();
     return registry;

@@ -63,5 +63,6 @@ void register_loss_ops(Registry &r);            // ops/loss.cpp
 void register_lrn_mvn_ops(Registry &r);         // ops/lrn_mvn.cpp
 void register_window_function_ops(Registry &r); // ops/window_functions.cpp
 void register_nms_ops(Registry &r);             // ops/nms.cpp
+void register_input_dims_ops(Registry &r);      // ops/input_dims.cpp
 
 } // namespace onnxstream

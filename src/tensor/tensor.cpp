@@ -14,7 +14,14 @@ int64_t shape_numel(const Shape &shape) {
     return n;
 }
 
-std::string shape_str(const Shape &shape) { return "(" + join_ints(shape) + ")"; }
+std::string dims_text(const Shape &shape) {
+    std::string out;
+    for (size_t i = 0; i < shape.size(); ++i)
+        out += (i ? "," : "") + (shape[i] == kAnyDim ? std::string("?") : std::to_string(shape[i]));
+    return out;
+}
+
+std::string shape_str(const Shape &shape) { return "(" + dims_text(shape) + ")"; }
 
 Tensor make_tensor(const Allocator &alloc, DType dtype, const Shape &shape) {
     for (int64_t d : shape)

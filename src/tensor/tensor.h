@@ -13,9 +13,14 @@
 namespace onnxstream {
 
 using Shape = std::vector<int64_t>;
+// A dimension model.txt writes as '?': any size, set by the pushed inputs (a model converted with
+// onnxstream-convert --resizable). Only declarations hold it, never a tensor.
+constexpr int64_t kAnyDim = -1;
 
 // The product of the dims; throws INVALID_MODEL when it does not fit in int64 (see util/checked.h).
 int64_t shape_numel(const Shape &shape);
+// "1,4,64,64": the dimensions comma-separated, kAnyDim as '?' (model.txt's spelling).
+std::string dims_text(const Shape &shape);
 std::string shape_str(const Shape &shape); // "(1,3,640,640)"
 
 // Physical order of a 4-D tensor's elements. Conv weights are declared OIHW (NCHW) in model.txt but

@@ -13,7 +13,7 @@ namespace {
 
 const char *kUsage =
     "usage: onnxstream-convert MODEL.onnx OUT_DIR [--fp16] [--keep-fp32 PATTERN]... [--input-shape NAME=d0,d1,...]...\n"
-    "                          [--quantize w8|w8a8] [--calibration-inputs DIR] [--report]\n"
+    "                          [--resizable NAME=d0,d1,...]... [--quantize w8|w8a8] [--calibration-inputs DIR] [--report]\n"
     "  Converts MODEL.onnx (external data is read from next to it) into the new folder OUT_DIR.\n"
     "  --fp16                 store float32 weights as float16\n"
     "  --keep-fp32 PATTERN    with --fp16, keep weights whose ONNX name or file name matches this shell\n"
@@ -24,6 +24,10 @@ const char *kUsage =
     "                         range_data.txt calibrated on --calibration-inputs, so those ops compute in uint8\n"
     "  --calibration-inputs DIR  calibration runs for w8a8: DIR/<run>/<input name>.npy (float32)\n"
     "  --input-shape N=d,...  fix the shape of input N where the model leaves dimensions symbolic (repeatable)\n"
+    "  --resizable N=d,...    also convert for this second shape of input N, and write one model for any size\n"
+    "                         following the same rules: each dim that differs becomes '?' (any size), each\n"
+    "                         shape computed from the input size a rule over its dims (repeatable; give each\n"
+    "                         varying dim a different value, e.g. sample=1,4,96,80 beside 1,4,64,64)\n"
     "  --input-value N=v,...  pin input N to these values: it becomes a constant, and an If that depends on it\n"
     "                         keeps only the branch taken (repeatable; as many values as its shape holds)\n"
     "  --report               print op-type counts before/after simplification, weight bytes, largest weight\n"
@@ -54,7 +58,7 @@ struct Args {
     std::string model, out_dir;
     bool fp16 = false, report = false;
     int quantize = 0;
-    std::vector<std::string> keep_fp32, input_shapes, input_values;
+    std::vector<std::string> keep_fp32, input_shapes, input_values, resizable;
     std::string calibration_inputs;
     bool check = false, check_only = false;
     bool safetensors = false;
@@ -96,6 +100,10 @@ Args parse_args(int argc, char **argv) {
             a.input_shapes.push_back(value());
         } else if (arg.rfind("--input-shape=", 0) == 0) {
             a.input_shapes.push_back(arg.substr(14));
+        } else if (arg == "--resizable") {
+            a.resizable.push_back(value());
+        } else if (arg.rfind("--resizable=", 0) == 0) {
+            a.resizable.push_back(arg.substr(12));
         } else if (arg == "--input-value") {
             a.input_values.push_back(value());
         } else if (arg.rfind("--input-value=", 0) == 0) {
@@ -197,6 +205,9 @@ int main(int argc, char **argv) {
     std::vector<const char *> values;
     for (const auto &v : args.input_values) values.push_back(v.c_str());
     values.push_back(nullptr);
+    std::vector<const char *> resizable;
+    for (const auto &r : args.resizable) resizable.push_back(r.c_str());
+    resizable.push_back(nullptr);
 
     ReportSink sink;
     sink.print_report = args.report;
@@ -209,6 +220,7 @@ int main(int argc, char **argv) {
     options.keep_fp32 = keep.data();
     options.input_shapes = shapes.data();
     options.input_values = values.data();
+    options.resizable_shapes = resizable.data();
     options.report_fn = on_report;
     options.report_user_data = &sink;
     onnxstream_status_t status = onnxstream_convert_onnx(args.model.c_str(), args.out_dir.c_str(), &options);
