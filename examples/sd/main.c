@@ -14,7 +14,7 @@
 
 static const char *usage =
     "usage: sd --models-path DIR [--xl | --turbo] [--prompt TEXT] [--neg-prompt TEXT] [--steps N] [--seed N]\n"
-    "          [--cfg SCALE]\n"
+    "          [--cfg SCALE] [--width W --height H]\n"
     "          [--sampler euler_a|euler|heun|dpm++2m|dpm++2m_karras|ddim|lcm] [--output FILE.png]\n"
     "          [--save-latents FILE [--latents-only]] [--decode-latents FILE] [--decoder-fp16] [--decoder-qu8]\n"
     "          [--decoder-calibrate] [--threads N]\n"
@@ -33,6 +33,10 @@ static const char *usage =
     "  --latents-only     stop after --save-latents wrote the latents (no image); --decode-latents FILE\n"
     "                     decodes them later, in another process, to the same image\n"
     "  --seed             any 64-bit number (default 0); same seed, same image on every platform\n"
+    "  --width, --height  image size in pixels, multiples of 64 for SD 1.5 (e.g. 384x640, 768x512); needs a\n"
+    "                     UNet and VAE decoder converted for any size (onnxstream-convert --resizable, as\n"
+    "                     make_models.py --resizable and onnxstream-sd-import make them); default: the\n"
+    "                     UNet's size, 512x512 for one that takes any\n"
     "  --decoder-qu8      decode with vae_decoder_qu8/ (W8A8: uint8 weights + range_data.txt); memory mode\n"
     "                     min uses it whenever it exists\n"
     "  --decoder-calibrate  decode with vae_decoder_qu8/ in float while recording activation ranges, then\n"
@@ -191,6 +195,11 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--seed")) {
             if (!parse_u64(v, &n)) return die("--seed expects a non-negative 64-bit integer");
             o.seed = (uint64_t)n;
+        } else if (!strcmp(a, "--width") || !strcmp(a, "--height")) {
+            if (!parse_u64(v, &n) || n < 8 || n > 2048 || n % 8)
+                return die("--width and --height expect a multiple of 8 from 8 to 2048");
+            if (!strcmp(a, "--width")) o.width = (int)n;
+            else o.height = (int)n;
         } else if (!strcmp(a, "--threads")) {
             if (!parse_u64(v, &n) || n > 1024) return die("--threads expects 0..1024 (0 = one per core)");
             o.threads = (int)n;

@@ -297,8 +297,33 @@ static onnxstream_status_t encode_text(const sd_pipeline_options_t *o, const sd_
 }
 
 /* Checks the UNet's declared inputs against the embeddings and fills d's shapes. */
-static onnxstream_status_t check_unet(onnxstream_model_t *unet, const char *path, const sd_text_encoding_t *cond,
-                                      int xl, denoise_ctx_t *d, char *err, size_t err_size) {
+/*
+ * The latent size (sample dims 2 and 3) from --width/--height: a UNet converted with --resizable declares
+ * them '?' (-1) and takes any size (512x512 unless asked; the engine says which sizes the model divides);
+ * any other UNet runs at its own size only.
+ */
+static onnxstream_status_t image_size(const sd_pipeline_options_t *o, const char *path, int64_t sample[4], char *err,
+                                      size_t err_size) {
+    const int resizable = sample[2] < 0 || sample[3] < 0;
+    if ((o->width % 8) || (o->height % 8))
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "--width and --height must be multiples of 8 "
+                       "(of 64 for SD 1.5's UNet), not %dx%d", o->width, o->height);
+    if (resizable) {
+        sample[3] = o->width ? o->width / 8 : 64;
+        sample[2] = o->height ? o->height / 8 : 64;
+    } else if ((o->width && o->width != sample[3] * 8) || (o->height && o->height != sample[2] * 8)) {
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT,
+                       "unet (%s) was converted for %lldx%lld images only; for %dx%d convert it with --resizable "
+                       "(examples/sd/make_models.py --resizable, or onnxstream-sd-import)", path,
+                       (long long)sample[3] * 8, (long long)sample[2] * 8, o->width ? o->width : (int)sample[3] * 8,
+                       o->height ? o->height : (int)sample[2] * 8);
+    }
+    return ONNXSTREAM_OK;
+}
+
+static onnxstream_status_t check_unet(const sd_pipeline_options_t *o, onnxstream_model_t *unet, const char *path,
+                                      const sd_text_encoding_t *cond, int xl, denoise_ctx_t *d, char *err,
+                                      size_t err_size) {
     int64_t ctx_decl[8], tshape[8], pshape[8], ishape[8];
     int r1 = input_shape(unet, "sample", d->sample_shape, 4);
     int r2 = input_shape(unet, "encoder_hidden_states", ctx_decl, 8);
@@ -321,6 +346,8 @@ static onnxstream_status_t check_unet(onnxstream_model_t *unet, const char *path
     d->ctx_shape[0] = 1;
     d->ctx_shape[1] = ctx_decl[1];
     d->ctx_shape[2] = ctx_decl[2];
+    onnxstream_status_t s = image_size(o, path, d->sample_shape, err, err_size);
+    if (s != ONNXSTREAM_OK) return s;
     d->n = (size_t)(d->sample_shape[1] * d->sample_shape[2] * d->sample_shape[3]);
     if (d->n > SD_MAX_LATENT_FLOATS || d->sample_shape[0] < 1 || d->sample_shape[0] > 2)
         return sd_fail(err, err_size, ONNXSTREAM_ERR_UNSUPPORTED, "unet sample input (%lld,%lld,%lld,%lld) is not "
@@ -358,7 +385,7 @@ static onnxstream_status_t diffuse(const sd_pipeline_options_t *o, float *latent
     if (s == ONNXSTREAM_OK) s = sd_lora_check_used(o->loras, o->lora_count, lora_taken, layout->xl, err, err_size);
     denoise_ctx_t d;
     memset(&d, 0, sizeof d);
-    if (s == ONNXSTREAM_OK) s = check_unet(unet, path, &cond, layout->xl, &d, err, err_size);
+    if (s == ONNXSTREAM_OK) s = check_unet(o, unet, path, &cond, layout->xl, &d, err, err_size);
     if (s == ONNXSTREAM_OK) {
         d.unet = unet;
         d.cond = &cond;
@@ -623,6 +650,9 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
     }
     int64_t decl[8];
     int rank = input_shape(vae, "input.1", decl, 8);
+    /* A decoder converted with --resizable ('?' sizes) decodes the whole latent, or tiles of up to 32x32. */
+    for (int k = 2; rank == 4 && k < 4; ++k)
+        if (decl[k] < 0) decl[k] = tiled ? (lat_shape[k] < 32 ? lat_shape[k] : 32) : lat_shape[k];
     int fits = rank == 4 && decl[1] == lat_shape[1] &&
                (tiled ? decl[2] <= lat_shape[2] && decl[3] <= lat_shape[3]
                       : decl[2] == lat_shape[2] && decl[3] == lat_shape[3]);
@@ -697,11 +727,23 @@ static onnxstream_status_t decode_latent_shape(const sd_pipeline_options_t *o, i
         if (s == ONNXSTREAM_OK && input_shape(vae, "input.1", lat_shape, 4) != 4)
             s = sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_MODEL, "vae decoder (%s) has no input input.1", path);
         onnxstream_model_destroy(vae);
-        return s;
+        if (s != ONNXSTREAM_OK || (lat_shape[2] > 0 && lat_shape[3] > 0)) return s;
+        /* A resizable decoder: the size comes from --width/--height or from a square file. */
     }
     struct stat st;
     if (stat(o->decode_latents, &st) != 0)
         return sd_fail(err, err_size, ONNXSTREAM_ERR_IO, "cannot read latents file %s", o->decode_latents);
+    if (o->width && o->height) {
+        lat_shape[0] = 1;
+        lat_shape[1] = 4;
+        lat_shape[2] = o->height / 8;
+        lat_shape[3] = o->width / 8;
+        if ((off_t)(4 * lat_shape[2] * lat_shape[3] * (long)sizeof(float)) != st.st_size)
+            return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "latents file %s (%lld bytes) is not a "
+                           "%dx%d image's (1,4,%d,%d) float32 latent", o->decode_latents, (long long)st.st_size,
+                           o->width, o->height, o->height / 8, o->width / 8);
+        return ONNXSTREAM_OK;
+    }
     long side = lround(sqrt((double)st.st_size / (4.0 * sizeof(float))));
     if (side < 1 || (off_t)(side * side * 4 * (long)sizeof(float)) != st.st_size)
         return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "latents file %s (%lld bytes) is not a square "

@@ -80,6 +80,8 @@ typedef struct sd_pipeline_options {
     const char *decode_latents;   /* skip diffusion: decode this latents file (may be NULL) */
     const char *tile_cache;       /* tiled decoding: keep each decoded tile in this folder and read back the
                                      tiles already there, so a stopped decode resumes (may be NULL) */
+    int width, height;            /* image size, multiples of 8 (0: the UNet's own size, 512x512 for SD 1.5 when
+                                     the UNet takes any size); other than the UNet's needs a resizable UNet */
     const sd_lora_t *loras;       /* applied to the text encoder(s) and the UNet while they stream */
     size_t lora_count;
 } sd_pipeline_options_t;

@@ -568,10 +568,17 @@ def make_models(size, seed):
     return out
 
 
-def export(name, module, inputs, output_name, case_dir):
+# The spatial axes a resizable export leaves symbolic (diffusers' own ONNX exports do the same), so that
+# onnxstream-convert --resizable can convert the UNet and the VAE decoder for any image size.
+RESIZABLE_AXES = {"unet": {"sample": {2: "height", 3: "width"}},
+                  "vae_decoder": {"input.1": {2: "height", 3: "width"}}}
+
+
+def export(name, module, inputs, output_name, case_dir, dynamic_axes=None):
     """Export at opset 14 like a real SD 1.5 export (file path, so torch writes external data past 2 GB);
-    output_name: one name, or a list of names for a module returning a tuple. Writes the case files
-    (torch_<k>.npy: PyTorch's outputs) and returns (parameter count, seconds)."""
+    output_name: one name, or a list of names for a module returning a tuple; dynamic_axes as
+    torch.onnx.export takes them. Writes the case files (torch_<k>.npy: PyTorch's outputs) and returns
+    (parameter count, seconds)."""
     os.makedirs(case_dir)
     output_names = [output_name] if isinstance(output_name, str) else list(output_name)
     t0 = time.time()
@@ -581,7 +588,7 @@ def export(name, module, inputs, output_name, case_dir):
         refs = [r.numpy() for r in (refs if isinstance(refs, tuple) else (refs,))]
         torch.onnx.export(module, args, os.path.join(case_dir, "model.onnx"), opset_version=OPSET,
                           input_names=[n for n, _ in inputs], output_names=output_names,
-                          do_constant_folding=True)
+                          dynamic_axes=dynamic_axes, do_constant_folding=True)
     params = sum(p.numel() for p in module.parameters())
     meta = {"inputs": [], "outputs": [{"index": k, "name": n, "file": f"expected_{k}.npy", "shape": list(r.shape)}
                                       for k, (n, r) in enumerate(zip(output_names, refs))], "parameters": params}
@@ -611,6 +618,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--node", help="node executable: also compute ONNX Runtime's outputs")
     ap.add_argument("--stamp", help="file to write when everything was generated")
+    ap.add_argument("--resizable", action="store_true",
+                    help="export the UNet and the VAE decoder with symbolic height and width (RESIZABLE_AXES)")
     args = ap.parse_args()
 
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
@@ -622,7 +631,8 @@ def main():
     for name, module, inputs, output_name in make_models(args.size, args.seed):
         if name not in wanted:
             continue
-        params, secs = export(name, module, inputs, output_name, os.path.join(tmp, "sd", name))
+        axes = RESIZABLE_AXES.get(name) if args.resizable else None
+        params, secs = export(name, module, inputs, output_name, os.path.join(tmp, "sd", name), axes)
         print(f"gen_sd.py: {args.size} {name}: {params / 1e6:.2f} M parameters, exported in {secs:.1f} s",
               flush=True)
         del module

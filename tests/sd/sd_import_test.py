@@ -181,6 +181,13 @@ def main():
                                 "--prompt", "a lighthouse", "--steps", "2", "--seed", "5", "--output", png],
                                capture_output=True, text=True)
             check(s.returncode == 0 and os.path.getsize(png) > 0, f"sd makes an image from the import ({s.stderr.strip()[-300:]})")
+            # The graphs are resizable: another size from the same folders (small VAE: 4 pixels per latent).
+            s = subprocess.run([cross_exe.wrap(args.sd), "--models-path", out, "--tokenizer", args.tokenizer,
+                                "--prompt", "a lighthouse", "--steps", "2", "--seed", "5", "--width", "96",
+                                "--height", "64", "--output", png], capture_output=True, text=True)
+            from PIL import Image
+            size = Image.open(png).size if s.returncode == 0 else None
+            check(size == (48, 32), f"sd --width 96 --height 64 from the import: a {size} image ({s.stderr.strip()[-200:]})")
 
     diffusers = os.path.join(args.work, "diffusers")
     write_diffusers(diffusers, user.weights)

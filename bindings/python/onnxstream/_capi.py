@@ -189,6 +189,8 @@ class ConvertOptions(Structure):
         # Since 0.7:
         ("weights_format", c_int32),
         ("input_values", POINTER(c_char_p)),
+        # Since 0.12:
+        ("resizable_shapes", POINTER(c_char_p)),
     ]
 
 

@@ -61,7 +61,8 @@ def convert(onnx_path: PathLike, out_dir: PathLike, *, fp16: bool = False,
             calibration_inputs: Optional[PathLike] = None,
             report: Optional[Callable[[object, str], None]] = None,
             weights: Union[WeightsFormat, int, str] = WeightsFormat.FILES,
-            input_values: Union[Mapping, Iterable[str], None] = None) -> PathLike:
+            input_values: Union[Mapping, Iterable[str], None] = None,
+            resizable: Union[Mapping, Iterable[str], None] = None) -> PathLike:
     """Convert an ONNX model into an OnnxStream model folder (model.txt plus its weights).
 
     Mirrors onnxstream_convert_options_t:
@@ -81,6 +82,9 @@ def convert(onnx_path: PathLike, out_dir: PathLike, *, fp16: bool = False,
     - ``input_values``: inputs pinned to values at conversion, as a mapping (``{"sr": [16000]}``) or
       as ``"NAME=v0,v1,..."`` strings; each becomes a constant, and an If that depends on it keeps only
       the branch taken.
+    - ``resizable`` (library 0.12 and later): a second shape for inputs, like ``input_shapes``
+      (``{"sample": (1, 4, 96, 80)}``); the model is written for any size following the same rules, each
+      dimension that differs becoming ``?`` in model.txt.
 
     ``out_dir`` must not exist (or be empty); a failed conversion leaves nothing behind. Returns
     ``out_dir``. Raises :class:`Error` (UNSUPPORTED when the library has no ONNX importer).
@@ -109,6 +113,9 @@ def convert(onnx_path: PathLike, out_dir: PathLike, *, fp16: bool = False,
     if input_values is not None:
         keep.append(_string_array("input_values", _value_strings(input_values)))
         o.input_values = ctypes.cast(keep[-1], ctypes.POINTER(ctypes.c_char_p))
+    if resizable is not None:
+        keep.append(_string_array("resizable", _shape_strings(resizable)))
+        o.resizable_shapes = ctypes.cast(keep[-1], ctypes.POINTER(ctypes.c_char_p))
     key = None
     if report is not None:
         key = _registry.register(callbacks.LogState(report))

@@ -4,8 +4,8 @@ file they use, the checkpoint tensor it comes from.
 
 The models of tests/sd/gen_sd.py (the SD 1.5 architecture in PyTorch, with diffusers' module structure) get
 a distinct seeded random value in every parameter, are exported to ONNX and converted by onnxstream-convert
-exactly as examples/sd/make_models.py converts them (text encoder float32, UNet --fp16, VAE decoder float32
-at the full, half and quarter latent size). Then every weight file the converter wrote is found again among
+exactly as examples/sd/make_models.py --resizable converts them (text encoder float32; UNet --fp16 and VAE
+decoder float32 for any image size; the VAE decoder also at half and quarter the latent size for tiles). Then every weight file the converter wrote is found again among
 the parameters by value: the parameter, and the transform that turns it into the file (`as_is`, `transpose`
 for a Linear served as a MatMul weight, `ohwi` for the channels-last twin of a Conv kernel) and the file's
 dtype. A file that is no parameter is a constant of the graph (a causal mask, position ids, timestep
@@ -180,11 +180,12 @@ def main():
             for pname, p in module.named_parameters():
                 params[f"{component}:{diffusers_key(component, pname)}"] = p.detach().numpy().copy()
         log(f"exporting {name} ({time.time() - t0:.0f} s)")
-        gen_sd.export(name, module, inputs, output, os.path.join(onnx_dir, "sd", name))
+        gen_sd.export(name, module, inputs, output, os.path.join(onnx_dir, "sd", name), gen_sd.RESIZABLE_AXES.get(name))
     log(f"converting ({time.time() - t0:.0f} s)")
     if not args.build and not args.convert:
         ap.error("--build or --convert is required")
-    make_models(args.build, converted, args.size, onnx_dir, work=os.path.join(work, "unused"), convert=args.convert)
+    make_models(args.build, converted, args.size, onnx_dir, work=os.path.join(work, "unused"), convert=args.convert,
+                resizable=True)
 
     index = candidates(params)
     tmp = out + ".tmp"
