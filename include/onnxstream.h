@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define ONNXSTREAM_VERSION_MAJOR 0
-#define ONNXSTREAM_VERSION_MINOR 11
+#define ONNXSTREAM_VERSION_MINOR 12
 #define ONNXSTREAM_VERSION_PATCH 0
 #define ONNXSTREAM_VERSION \
     (ONNXSTREAM_VERSION_MAJOR * 10000 + ONNXSTREAM_VERSION_MINOR * 100 + ONNXSTREAM_VERSION_PATCH)
@@ -391,7 +391,8 @@ ONNXSTREAM_API ONNXSTREAM_NODISCARD onnxstream_status_t onnxstream_model_set_wei
 
 /**
  * Set a graph input. The data is copied; byte_size must equal dtype size x product(shape), and shape
- * and dtype must match the model's declaration of the input when one exists. name may be escaped or
+ * and dtype must match the model's declaration of the input when one exists (any size in a dimension
+ * declared '?': the next run plans the model for the pushed shapes, since 0.12). name may be escaped or
  * original. Pushed inputs stay set for later runs until pushed again.
  * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT NULL pointers, unknown input name, bad dtype, shape or size.
  * @retval ONNXSTREAM_ERR_BAD_STATE        no model loaded.
@@ -462,7 +463,8 @@ typedef struct onnxstream_tensor_view {
 ONNXSTREAM_API size_t onnxstream_model_input_count(const onnxstream_model_t *model);
 
 /**
- * Describe graph input number index: name (escaped), rank and shape as declared in model.txt, data NULL.
+ * Describe graph input number index: name (escaped), rank and shape as declared in model.txt (-1 for a
+ * dimension of any size, '?' in a resizable model's model.txt), data NULL.
  * model.txt does not record activation dtypes: dtype is the dtype of the last pushed tensor, or
  * ONNXSTREAM_DTYPE_FLOAT32 before one is pushed. Valid until the model is destroyed.
  * @retval ONNXSTREAM_ERR_INVALID_ARGUMENT NULL pointers, struct_size 0, index out of range.

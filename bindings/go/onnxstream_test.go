@@ -13,10 +13,10 @@ import (
 )
 
 func TestVersion(t *testing.T) {
-	if major, minor, patch := Version(); major != 0 || minor != 11 || patch != 0 {
+	if major, minor, patch := Version(); major != 0 || minor != 12 || patch != 0 {
 		t.Fatalf("Version() = %d.%d.%d", major, minor, patch)
 	}
-	if VersionString() != "0.11.0" {
+	if VersionString() != "0.12.0" {
 		t.Fatalf("VersionString() = %q", VersionString())
 	}
 }

@@ -330,8 +330,9 @@ class Model:
 
     @property
     def inputs(self) -> List[tensors.TensorInfo]:
-        """The graph inputs as model.txt declares them. model.txt records no activation dtypes: dtype
-        is that of the last pushed tensor, FLOAT32 before one is pushed."""
+        """The graph inputs as model.txt declares them (-1: a dimension of any size, in a model
+        converted with ``resizable``). model.txt records no activation dtypes: dtype is that of the last
+        pushed tensor, FLOAT32 before one is pushed."""
         with self._use("inputs") as h:
             result = []
             for i in range(self._api.model_input_count(h)):

@@ -76,3 +76,34 @@ def test_input_shapes_spellings():
     with pytest.raises(Error):
         _shape_strings({"sample": "1,4"})
     assert _shape_strings({}) == []
+
+
+@needs_convert
+def test_convert_resizable_runs_at_any_size(tmp_path):
+    """A graph that computes a Reshape target from its input's height and width, converted with resizable:
+    one Model then runs it at several sizes (NumPy reshapes for the reference)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    def const(name, values):
+        return helper.make_node("Constant", [], [name], value=helper.make_tensor(name, TensorProto.INT64,
+                                                                                   [len(values)], values))
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), const("i2", [2]), const("i3", [3]), const("head", [1, 4]),
+             helper.make_node("Gather", ["s", "i2"], ["h"]), helper.make_node("Gather", ["s", "i3"], ["w"]),
+             helper.make_node("Mul", ["h", "w"], ["hw"]), helper.make_node("Concat", ["head", "hw"], ["t"], axis=0),
+             helper.make_node("Reshape", ["x", "t"], ["r"]), helper.make_node("Relu", ["r"], ["y"])]
+    graph = helper.make_graph(nodes, "hw", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, "h", "w"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = tmp_path / "hw.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), str(path))
+    out = onnxstream.convert(path, tmp_path / "any", input_shapes={"x": (1, 4, 6, 5)},
+                             resizable={"x": (1, 4, 9, 7)})
+    text = (out / "model.txt").read_text()
+    assert "InputDims" in text and "x(1,4,?,?)" in text
+    rng = np.random.default_rng(4)
+    with onnxstream.Model(out, threads=1) as model:
+        assert model.inputs[0].shape == (1, 4, -1, -1)  # -1: any size
+        for h, w in ((6, 5), (3, 8), (9, 7), (6, 5)):
+            x = rng.standard_normal((1, 4, h, w)).astype(np.float32)
+            y = model.run({"x": x})["y"]
+            assert np.array_equal(y, np.maximum(x.reshape(1, 4, h * w), 0)), (h, w)
