@@ -4,7 +4,7 @@
 PyTorch writes gen_sd.py's full-size SD 1.5 text encoder, UNet and VAE (random weights at their default
 initialisation) as one float16 .safetensors file in the A1111/ldm layout, as model hubs publish fine-tunes;
 onnxstream-sd-import turns it into an `sd` folder with the graphs shipped in examples/sd/graphs/sd15; then
-`sd --rpi-lowmem --steps 2` runs from that folder without and with a LoRA (kohya's default modules of the
+`sd --rpi-lowmem --steps 2 --width 512 --height 768` runs from that folder without and with a LoRA (kohya's default modules of the
 UNet, rank 32, tests/bench/lora_overhead.py's) at scale 0.7. Every program runs under /usr/bin/time -v. The
 script prints the import's time and peak RSS, the folder's file count and size, and each sd run's seconds per
 step (its own figure), total time and peak RSS.
@@ -85,7 +85,8 @@ def main():
     for label, extra in (("sd without LoRA", []), ("sd with the LoRA at 0.7", ["--lora", lora + ":0.7"])):
         logfile = os.path.join(args.work, label.replace(" ", "_") + ".log")
         cmd = [sd, "--models-path", models, "--tokenizer", TOKENIZER, "--prompt", PROMPT, "--steps", "2",
-               "--seed", "42", "--rpi-lowmem", "--output", os.path.join(args.work, "image.png")] + extra
+               "--seed", "42", "--rpi-lowmem", "--width", "512", "--height", "768",
+               "--output", os.path.join(args.work, "image.png")] + extra
         log(f"running {label}")
         text, wall, rss, code = time_v(cmd, logfile)
         if code != 0:
