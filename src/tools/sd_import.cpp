@@ -19,6 +19,7 @@
 #include "util/error.h"
 #include "util/stopwatch.h"
 #include "util/strings.h"
+#include "weights/cache_file_io.h"
 #include "weights/safetensors.h"
 #include "weights/safetensors_pack.h"
 
@@ -229,6 +230,24 @@ public:
         float_to_half_n(v, half_.data(), n);
         write(half_.data(), n * sizeof(uint16_t));
     }
+    // The file's final size, for writes out of order (write_floats_at).
+    void reserve(uint64_t bytes) {
+        if (::ftruncate(fd_, static_cast<off_t>(bytes)) != 0)
+            fail(ONNXSTREAM_ERR_IO, "cannot write ", path_, ": ", std::strerror(errno));
+        bytes_ = bytes;
+    }
+    // Floats at element `index` of a file sized by reserve().
+    void write_floats_at(uint64_t index, const float *v, size_t n, DType dtype) {
+        const void *data = v;
+        size_t bytes = n * sizeof(float);
+        if (dtype != DType::F32) {
+            half_.resize(n);
+            float_to_half_n(v, half_.data(), n);
+            data = half_.data();
+            bytes = n * sizeof(uint16_t);
+        }
+        weight_cache::pwrite_all(fd_, data, bytes, index * dtype_size(dtype), path_);
+    }
     void close() {
         const int fd = fd_;
         fd_ = -1;
@@ -255,26 +274,39 @@ uint64_t write_weight(const std::string &dir, const GraphWeight &w, const Source
             const std::vector<float> piece = read_stored_floats(s->path, s->tensor, first, kPieceElements);
             out.write_floats(piece.data(), piece.size(), w.dtype);
         }
-    } else {
-        const std::vector<float> in = read_stored_floats(s->path, s->tensor);
-        std::vector<float> t(in.size());
+    } else if (w.transform == WeightTransform::Ohwi) {
+        // [O, I, H, W] -> [O, H, W, I] a few output channels at a time: each is contiguous in both layouts,
+        // so the file is still written front to back (the UNet's biggest kernel alone is 118 MB as float32).
         const Shape &f = w.shape;
-        if (w.transform == WeightTransform::Transpose) {
-            // [rows, cols] -> [cols, rows], in tiles so that both sides stay in cache.
-            const size_t rows = static_cast<size_t>(f[1]), cols = static_cast<size_t>(f[0]);
-            constexpr size_t kTile = 32;
-            for (size_t r0 = 0; r0 < rows; r0 += kTile)
-                for (size_t c0 = 0; c0 < cols; c0 += kTile)
-                    for (size_t r = r0; r < std::min(rows, r0 + kTile); ++r)
-                        for (size_t c = c0; c < std::min(cols, c0 + kTile); ++c) t[c * rows + r] = in[r * cols + c];
-        } else { // [O, I, H, W] -> [O, H, W, I]
-            const size_t o_n = static_cast<size_t>(f[0]), hw = static_cast<size_t>(f[1] * f[2]),
-                         i_n = static_cast<size_t>(f[3]);
-            for (size_t o = 0; o < o_n; ++o)
+        const size_t o_n = static_cast<size_t>(f[0]), hw = static_cast<size_t>(f[1] * f[2]),
+                     i_n = static_cast<size_t>(f[3]), per = i_n * hw;
+        const size_t group = std::max<size_t>(1, kPieceElements / std::max<size_t>(per, 1));
+        std::vector<float> t;
+        for (size_t o0 = 0; o0 < o_n; o0 += group) {
+            const size_t n_o = std::min(group, o_n - o0);
+            const std::vector<float> in = read_stored_floats(s->path, s->tensor, o0 * per, n_o * per);
+            t.resize(in.size());
+            for (size_t o = 0; o < n_o; ++o)
                 for (size_t i = 0; i < i_n; ++i)
                     for (size_t p = 0; p < hw; ++p) t[(o * hw + p) * i_n + i] = in[(o * i_n + i) * hw + p];
+            out.write_floats(t.data(), t.size(), w.dtype);
         }
-        out.write_floats(t.data(), t.size(), w.dtype);
+    } else {
+        // [rows, cols] -> [cols, rows] in bands of checkpoint rows: a band fills the same rows-range of every
+        // file row, each a contiguous run written where it belongs.
+        const size_t rows = static_cast<size_t>(w.shape[1]), cols = static_cast<size_t>(w.shape[0]);
+        const size_t band = std::max<size_t>(1, kPieceElements / std::max<size_t>(cols, 1));
+        out.reserve(static_cast<uint64_t>(rows) * cols * dtype_size(w.dtype));
+        std::vector<float> run;
+        for (size_t r0 = 0; r0 < rows; r0 += band) {
+            const size_t n_r = std::min(band, rows - r0);
+            const std::vector<float> in = read_stored_floats(s->path, s->tensor, r0 * cols, n_r * cols);
+            run.resize(n_r);
+            for (size_t c = 0; c < cols; ++c) {
+                for (size_t r = 0; r < n_r; ++r) run[r] = in[r * cols + c];
+                out.write_floats_at(static_cast<uint64_t>(c) * rows + r0, run.data(), n_r, w.dtype);
+            }
+        }
     }
     out.close();
     return out.bytes();

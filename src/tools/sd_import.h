@@ -25,7 +25,8 @@ struct SdImportOptions {
 // Checks everything first (every key of every weights.tsv is in the checkpoint with a shape that fits, no
 // output folder exists yet) and writes nothing when something is wrong; then writes each model folder under
 // a temporary name, packs its weights into model.safetensors and renames it into place, so a failure leaves
-// no partial folder. Reads one tensor at a time, big ones in pieces.
+// no partial folder. Reads one tensor at a time in pieces of at most 1 Mi elements (transposed ones in
+// bands of rows), so its memory does not grow with the checkpoint.
 // Throws Error: INVALID_ARGUMENT (not a supported checkpoint, keys missing or mis-shaped, an output folder
 // exists), UNSUPPORTED (a tensor's dtype), INVALID_MODEL (malformed graphs or checkpoint), IO.
 void sd_import(const SdImportOptions &options);
