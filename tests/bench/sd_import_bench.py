@@ -4,10 +4,10 @@
 PyTorch writes gen_sd.py's full-size SD 1.5 text encoder, UNet and VAE (random weights at their default
 initialisation) as one float16 .safetensors file in the A1111/ldm layout, as model hubs publish fine-tunes;
 onnxstream-sd-import turns it into an `sd` folder with the graphs shipped in examples/sd/graphs/sd15; then
-`sd --rpi-lowmem --steps 2 --width 512 --height 768` runs from that folder without and with a LoRA (kohya's default modules of the
-UNet, rank 32, tests/bench/lora_overhead.py's) at scale 0.7. Every program runs under /usr/bin/time -v. The
-script prints the import's time and peak RSS, the folder's file count and size, and each sd run's seconds per
-step (its own figure), total time and peak RSS.
+`sd --rpi-lowmem --steps 2 --width 512 --height 768` runs from that folder without and with a LoRA (kohya's
+default modules of the UNet, rank 32, tests/bench/lora_overhead.py's) at scale 0.7. Every program runs under
+/usr/bin/time -v. The script prints the import's time and peak RSS, the folder's file count and size, and
+each sd run's seconds per step (its own figure), total time and peak RSS.
 
 usage: tests/bench/sd_import_bench.py --build BUILD [--work DIR] [--keep]
 """
