@@ -14,6 +14,7 @@ usage: tests/bench/sd_import_bench.py --build BUILD [--work DIR] [--keep]
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -22,6 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "sd"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
 from lora_overhead import kohya_lora  # noqa: E402
 from sd_e2e import PROMPT, parse_sd, time_v  # noqa: E402
 
@@ -32,17 +34,57 @@ def log(msg):
     print(f"sd_import_bench.py: {msg}", file=sys.stderr, flush=True)
 
 
-def write_checkpoint(path):
+def full_models():
+    """gen_sd's full-size modules with the checkpoint's weights (seeded: built again the same way)."""
     import torch
     import gen_sd
-    from sd15_checkpoint import module_weights, write_ldm
     torch.manual_seed(1)
-    models = {"text_encoder": gen_sd.ClipTextEncoder(**gen_sd.CONFIGS["full"]["text"]),
-              "unet": gen_sd.UNet(**gen_sd.CONFIGS["full"]["unet"]),
-              "vae_decoder": gen_sd.VaeDecoder(**gen_sd.CONFIGS["full"]["vae"])}
-    weights = module_weights(models)
-    del models
-    write_ldm(path, weights)
+    return {"text_encoder": gen_sd.ClipTextEncoder(**gen_sd.CONFIGS["full"]["text"]),
+            "unet": gen_sd.UNet(**gen_sd.CONFIGS["full"]["unet"]),
+            "vae_decoder": gen_sd.VaeDecoder(**gen_sd.CONFIGS["full"]["vae"])}
+
+
+def write_checkpoint(path):
+    from sd15_checkpoint import module_weights, write_ldm
+    write_ldm(path, module_weights(full_models()))
+
+
+def compare_with_pytorch(run, models_dir, work):
+    """Each imported model at 512x768 (latents 96x64) by onnxstream-run against PyTorch running the
+    checkpoint's float16 weights in float32; returns table rows."""
+    import numpy as np
+    import torch
+    from checklist import rel_l2
+    rng = np.random.default_rng(3)
+    ids = np.full((1, 77), 49407, np.int64)
+    ids[0, :9] = [49406, 320, 1125, 539, 550, 18376, 525, 7496, 49407]
+    cases = {"text_encoder_fp32": ("text_encoder", [("onnx::Reshape_0", ids)], 1e-4),
+             "unet_fp16": ("unet", [("sample", rng.standard_normal((1, 4, 96, 64)).astype(np.float32)),
+                                    ("timestep", np.array([981.0], np.float32)),
+                                    ("encoder_hidden_states", rng.standard_normal((1, 77, 768)).astype(np.float32))], 1e-2),
+             "vae_decoder_fp32": ("vae_decoder", [("input.1", rng.standard_normal((1, 4, 96, 64)).astype(np.float32))], 1e-4)}
+    modules = full_models()
+    rows = []
+    with torch.no_grad():
+        for m in modules.values():
+            for p in m.parameters():
+                p.copy_(p.half().float())  # the checkpoint holds float16
+        for folder, (name, inputs, bound) in cases.items():
+            want = modules[name](*[torch.from_numpy(a) for _, a in inputs])
+            want = (want[0] if isinstance(want, tuple) else want).numpy()
+            cmd, out = [run, os.path.join(models_dir, folder), "--output-dir", os.path.join(work, "out")], os.path.join(work, "out")
+            shutil.rmtree(out, ignore_errors=True)
+            for i, (n, a) in enumerate(inputs):
+                np.save(os.path.join(work, f"in{i}.npy"), a)
+                cmd += ["--input", f"{n}={os.path.join(work, f'in{i}.npy')}"]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                sys.exit(f"sd_import_bench.py: onnxstream-run {folder} failed: {p.stderr[-1000:]}")
+            got = np.load(os.path.join(out, os.listdir(out)[0]))
+            err = rel_l2(got, want)
+            log(f"{folder} vs PyTorch: rel L2 {err:.3g}")
+            rows.append((f"{folder} {list(got.shape)} vs PyTorch", f"rel L2 {err:.3g} (test bound {bound:g})"))
+    return rows
 
 
 def folder_stats(folder):
@@ -55,6 +97,8 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("--work", default="/var/tmp/onnxstream-sd-import-bench")
     ap.add_argument("--keep", action="store_true", help="keep the checkpoint and the imported folder")
+    ap.add_argument("--compare", action="store_true",
+                    help="also run each imported model at 512x768 against PyTorch with the checkpoint's weights")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     importer = os.path.join(build, "src", "tools", "onnxstream-sd-import")
@@ -80,6 +124,8 @@ def main():
                ("import", f"{wall:.0f} s, peak RSS {rss:.1f} MB"),
                ("imported folder", f"{files} files, {mb:.0f} MB")]
 
+    if args.compare:
+        results += compare_with_pytorch(os.path.join(build, "src", "tools", "onnxstream-run"), models, args.work)
     modules, params = kohya_lora(lora)
     results.append(("LoRA", f"{modules} modules, {params / 1e6:.1f} M parameters, rank 32, float16"))
     for label, extra in (("sd without LoRA", []), ("sd with the LoRA at 0.7", ["--lora", lora + ":0.7"])):

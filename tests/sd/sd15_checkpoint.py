@@ -92,8 +92,8 @@ def write_ldm(path, weights, drop=(), reshape=None):
     vae_levels = 1 + max(int(k.split(".")[2]) for k in weights["vae"] if k.startswith("decoder.up_blocks."))
     up_attention = {int(k.split(".")[1]) for k in weights["unet"] if re.match(r"up_blocks\.\d+\.attentions", k)}
     tensors = {}
-    for component, weights in weights.items():
-        for key, value in weights.items():
+    for component, of_component in weights.items():
+        for key, value in of_component.items():
             name = ldm_key(component, key, vae_levels, up_attention)
             if name in drop:
                 continue
