@@ -745,10 +745,15 @@ static onnxstream_status_t decode_latent_shape(const sd_pipeline_options_t *o, i
         return ONNXSTREAM_OK;
     }
     long side = lround(sqrt((double)st.st_size / (4.0 * sizeof(float))));
-    if (side < 1 || (off_t)(side * side * 4 * (long)sizeof(float)) != st.st_size)
+    if (side < 1 || (off_t)(side * side * 4 * (long)sizeof(float)) != st.st_size) {
+        if (is_dir(path))
+            return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "latents file %s (%lld bytes) is not a "
+                           "square (1,4,h,h) float32 latent; give the image's --width and --height (the decoder %s "
+                           "takes any size)", o->decode_latents, (long long)st.st_size, path);
         return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "latents file %s (%lld bytes) is not a square "
                     "(1,4,h,h) float32 latent; give the full decoder folder %s so its size is known",
                     o->decode_latents, (long long)st.st_size, path);
+    }
     lat_shape[0] = 1;
     lat_shape[1] = 4;
     lat_shape[2] = lat_shape[3] = side;

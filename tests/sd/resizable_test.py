@@ -109,6 +109,14 @@ def sd_sizes(args):
             same = lat["resizable"].size == 4 * lat_h * lat_w and np.array_equal(lat["resizable"], lat["fixed"])
             check(same, f"sd --width {w} --height {h}: the latents of the folders converted for {lat_w}x{lat_h} "
                         f"latents, bit for bit (max diff {np.abs(lat['resizable'] - lat['fixed']).max():.3g})")
+    # --decode-latents of a resizable decoder takes the size again and gives the same pixels.
+    from PIL import Image
+    png = os.path.join(args.work, "decoded_96x64.png")
+    r = subprocess.run([args.sd, "--models-path", any_dir, "--decode-latents", os.path.join(args.work, "resizable_96x64.bin"),
+                        "--width", "96", "--height", "64", "--output", png], capture_output=True, text=True)
+    same = r.returncode == 0 and np.array_equal(np.asarray(Image.open(png)),
+                                                np.asarray(Image.open(os.path.join(args.work, "resizable_96x64.png"))))
+    check(same, f"sd --decode-latents --width 96 --height 64 gives the run's pixels ({r.stderr.strip()[-200:]})")
     r = subprocess.run(common + ["--models-path", fixed_dir, "--width", "96", "--height", "96", "--output",
                                  os.path.join(args.work, "x.png")], capture_output=True, text=True)
     check(r.returncode != 0 and "--resizable" in r.stderr,
