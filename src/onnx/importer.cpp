@@ -451,10 +451,11 @@ ConvertReport convert_onnx(const std::string &onnx_path, const std::string &out_
     if (!options.resizable.empty()) {
         // The same conversion for the probe size: the differences say what follows the input size.
         std::vector<std::pair<std::string, Shape>> probe_shapes = options.input_shapes;
-        for (const auto &[name, shape] : options.resizable) {
-            auto it = std::find_if(probe_shapes.begin(), probe_shapes.end(), [&](const auto &e) { return e.first == name; });
-            if (it != probe_shapes.end()) it->second = shape;
-            else probe_shapes.emplace_back(name, shape);
+        for (const auto &entry : options.resizable) {
+            auto it = std::find_if(probe_shapes.begin(), probe_shapes.end(),
+                                   [&](const auto &e) { return e.first == entry.first; });
+            if (it != probe_shapes.end()) it->second = entry.second;
+            else probe_shapes.push_back(entry);
         }
         IrGraph probe = load_onnx(onnx_path, probe_shapes, options.input_values);
         pin_input_values(probe, options.input_values);

@@ -164,9 +164,11 @@ TEST(SdGraphs, WeightsTsvErrors) {
         {"a.bin unet:k as_is float32 4\n", "expected 5 TAB-separated fields"},
         {"a.bin\t=\t00\n#\na.bin\t=\t01\n", "w.tsv:3: a.bin is already made on line 1"},
     };
-    for (const auto &[text, message] : cases)
+    for (const auto &c : cases) {
+        const std::string &text = c.first;
         EXPECT_CONTAINS(test::expect_error(ONNXSTREAM_ERR_INVALID_MODEL, [&] { parse_weights_tsv(text, "w.tsv"); }),
-                        message);
+                        c.second);
+    }
 }
 
 TEST(SdGraphs, MatchModel) {
