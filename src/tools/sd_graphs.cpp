@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "util/checked.h"
 #include "util/error.h"
+#include "util/paths.h"
 #include "util/strings.h"
 #include "weights/safetensors.h"
 
@@ -17,14 +16,6 @@ namespace onnxstream::tools {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_text(const std::string &path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    if (in) text << in.rdbuf();
-    if (!in || in.bad()) fail(ONNXSTREAM_ERR_IO, "cannot read ", path);
-    return text.str();
-}
 
 std::string bracketed(const Shape &shape) { return "[" + join_ints(shape) + "]"; }
 
@@ -205,8 +196,8 @@ std::vector<GraphModel> read_graphs(const std::string &dir) {
         m.name = name;
         m.dir = (fs::path(dir) / name).string();
         const std::string model_path = m.dir + "/model.txt", tsv_path = m.dir + "/weights.tsv";
-        const ModelText model = parse_model_txt(read_text(model_path), model_path);
-        m.weights = parse_weights_tsv(read_text(tsv_path), tsv_path);
+        const ModelText model = parse_model_txt(read_text_file(model_path), model_path);
+        m.weights = parse_weights_tsv(read_text_file(tsv_path), tsv_path);
         check_weights_match_model(m.weights, tsv_path, model, model_path);
         models.push_back(std::move(m));
     }

@@ -2,12 +2,12 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/paths.h"
 #include "util/strings.h"
 
 namespace onnxstream::tools {
@@ -23,18 +23,9 @@ bool is_file(const fs::path &p) {
     return fs::is_regular_file(p, ec);
 }
 
-std::string read_text(const fs::path &p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) fail(ONNXSTREAM_ERR_IO, "cannot open ", p.string());
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) fail(ONNXSTREAM_ERR_IO, "cannot read ", p.string());
-    return text.str();
-}
-
 // vocab.json ({"token": id, ...}) as vocab.txt's text: the tokens in id order, one per line.
 std::string vocab_lines(const fs::path &json_path) {
-    const nlohmann::json vocab = nlohmann::json::parse(read_text(json_path), nullptr, /*allow_exceptions=*/false);
+    const nlohmann::json vocab = nlohmann::json::parse(read_text_file(json_path.string()), nullptr, /*allow_exceptions=*/false);
     const std::string where = json_path.string();
     if (!vocab.is_object() || vocab.empty())
         fail(ONNXSTREAM_ERR_INVALID_MODEL, where, ": not a JSON object mapping tokens to ids");
@@ -76,8 +67,8 @@ void import_tokenizer(const std::string &dir, const std::string &out_dir) {
     if (fs::exists(fs::symlink_status(final_dir, ec)))
         fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, final_dir.string(), " already exists (delete it to import again)");
     // Read and check before anything is written.
-    const std::string vocab = is_file(src / "vocab.json") ? vocab_lines(src / "vocab.json") : read_text(src / "vocab.txt");
-    const std::string merges = read_text(src / "merges.txt");
+    const std::string vocab = is_file(src / "vocab.json") ? vocab_lines(src / "vocab.json") : read_text_file((src / "vocab.txt").string());
+    const std::string merges = read_text_file((src / "merges.txt").string());
     fs::remove_all(tmp, ec);
     if (!fs::create_directories(tmp, ec) || ec)
         fail(ONNXSTREAM_ERR_IO, "cannot create ", tmp.string(), ec ? ": " + ec.message() : std::string());

@@ -1,7 +1,11 @@
 #include "util/paths.h"
 
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <sys/stat.h>
 
 #include "util/error.h"
@@ -50,6 +54,14 @@ std::string path_inside_folder(const std::string &folder, const std::string &nam
         fail(ONNXSTREAM_ERR_IO, what, " ", joined, " is a symbolic link to ", target,
              ", outside the model folder ", real_folder, "; copy the file into the folder instead");
     return target;
+}
+
+std::string read_text_file(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    if (in) text << in.rdbuf();
+    if (!in || in.bad()) fail(ONNXSTREAM_ERR_IO, "cannot read ", path, ": ", errno ? std::strerror(errno) : "read error");
+    return text.str();
 }
 
 } // namespace onnxstream
