@@ -225,10 +225,8 @@ public:
     }
     // Floats in the file's dtype (float16: round to nearest even).
     void write_floats(const float *v, size_t n, DType dtype) {
-        if (dtype == DType::F32) return write(v, n * sizeof(float));
-        half_.resize(n);
-        float_to_half_n(v, half_.data(), n);
-        write(half_.data(), n * sizeof(uint16_t));
+        const Encoded e = encode(v, n, dtype);
+        write(e.data, e.bytes);
     }
     // The file's final size, for writes out of order (write_floats_at).
     void reserve(uint64_t bytes) {
@@ -238,15 +236,8 @@ public:
     }
     // Floats at element `index` of a file sized by reserve().
     void write_floats_at(uint64_t index, const float *v, size_t n, DType dtype) {
-        const void *data = v;
-        size_t bytes = n * sizeof(float);
-        if (dtype != DType::F32) {
-            half_.resize(n);
-            float_to_half_n(v, half_.data(), n);
-            data = half_.data();
-            bytes = n * sizeof(uint16_t);
-        }
-        weight_cache::pwrite_all(fd_, data, bytes, index * dtype_size(dtype), path_);
+        const Encoded e = encode(v, n, dtype);
+        weight_cache::pwrite_all(fd_, e.data, e.bytes, index * dtype_size(dtype), path_);
     }
     void close() {
         const int fd = fd_;
@@ -256,6 +247,18 @@ public:
     uint64_t bytes() const { return bytes_; }
 
 private:
+    struct Encoded {
+        const void *data;
+        size_t bytes;
+    };
+    // n floats as the file's dtype stores them: float32 ones as they are, float16 ones converted into half_.
+    Encoded encode(const float *v, size_t n, DType dtype) {
+        if (dtype == DType::F32) return {v, n * sizeof(float)};
+        half_.resize(n);
+        float_to_half_n(v, half_.data(), n);
+        return {half_.data(), n * sizeof(uint16_t)};
+    }
+
     std::string path_;
     int fd_ = -1;
     uint64_t bytes_ = 0;
