@@ -14,7 +14,6 @@ usage: tests/bench/sd_import_bench.py --build BUILD [--work DIR] [--keep]
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import time
 
@@ -55,6 +54,7 @@ def compare_with_pytorch(run, models_dir, work):
     import numpy as np
     import torch
     from checklist import rel_l2
+    from run_folder import run_folder
     rng = np.random.default_rng(3)
     ids = np.full((1, 77), 49407, np.int64)
     ids[0, :9] = [49406, 320, 1125, 539, 550, 18376, 525, 7496, 49407]
@@ -72,15 +72,9 @@ def compare_with_pytorch(run, models_dir, work):
         for folder, (name, inputs, bound) in cases.items():
             want = modules[name](*[torch.from_numpy(a) for _, a in inputs])
             want = (want[0] if isinstance(want, tuple) else want).numpy()
-            cmd, out = [run, os.path.join(models_dir, folder), "--output-dir", os.path.join(work, "out")], os.path.join(work, "out")
-            shutil.rmtree(out, ignore_errors=True)
-            for i, (n, a) in enumerate(inputs):
-                np.save(os.path.join(work, f"in{i}.npy"), a)
-                cmd += ["--input", f"{n}={os.path.join(work, f'in{i}.npy')}"]
-            p = subprocess.run(cmd, capture_output=True, text=True)
+            p, got = run_folder(run, os.path.join(models_dir, folder), inputs, work)
             if p.returncode != 0:
                 sys.exit(f"sd_import_bench.py: onnxstream-run {folder} failed: {p.stderr[-1000:]}")
-            got = np.load(os.path.join(out, os.listdir(out)[0]))
             err = rel_l2(got, want)
             log(f"{folder} vs PyTorch: rel L2 {err:.3g}")
             rows.append((f"{folder} {list(got.shape)} vs PyTorch", f"rel L2 {err:.3g} (test bound {bound:g})"))

@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 sys.path.insert(0, os.path.join(ROOT, "examples", "sd"))
 import cross_exe  # noqa: E402
 from checklist import check, finish, rel_l2  # noqa: E402
+from run_folder import run_folder  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -33,18 +34,6 @@ import gen_sd  # noqa: E402
 from make_models import RESIZABLE, make_models, resizable_flags  # noqa: E402
 
 SIZES = {"unet": [(16, 16), (24, 12), (8, 20)], "vae_decoder": [(16, 16), (10, 6), (7, 13)]}
-
-
-def run_model(args, folder, inputs):
-    out = os.path.join(args.work, "out")
-    shutil.rmtree(out, ignore_errors=True)
-    cmd = [args.run, folder, "--output-dir", out]
-    for i, (name, a) in enumerate(inputs):
-        path = os.path.join(args.work, f"input_{i}.npy")
-        np.save(path, a)
-        cmd += ["--input", f"{name}={path}"]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    return p, (np.load(os.path.join(out, os.listdir(out)[0])) if p.returncode == 0 else None)
 
 
 def engine_vs_pytorch(args, models):
@@ -67,14 +56,14 @@ def engine_vs_pytorch(args, models):
                      for n, a in inputs]
             with torch.no_grad():
                 want = module(*[torch.from_numpy(a) for _, a in sized]).numpy()
-            p, got = run_model(args, folder, sized)
+            p, got = run_folder(args.run, folder, sized, args.work)
             ok = p.returncode == 0 and got.shape == want.shape
             err = rel_l2(got, want) if ok else float("inf")
             check(ok and err <= 1e-4, f"{name} at {h}x{w} latents vs PyTorch: shape {None if got is None else got.shape}, "
                                       f"rel L2 {err:.3g} (bound 1e-4){'' if p.returncode == 0 else ' ' + p.stderr.strip()[-300:]}")
         if name == "unet":
             bad = [(n, np.zeros(a.shape[:2] + (10, 10), np.float32) if a.ndim == 4 else a) for n, a in inputs]
-            p, _ = run_model(args, folder, bad)
+            p, _ = run_folder(args.run, folder, bad, args.work)
             check(p.returncode != 0 and "multiple of 4" in p.stderr,
                   f"unet at 10x10 (its two downsamplings need multiples of 4): a clear error ({p.stderr.strip()[-200:]})")
 

@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 sys.path.insert(0, os.path.join(ROOT, "examples", "sd", "graphs"))
 import cross_exe  # noqa: E402
 from checklist import check, finish, rel_l2  # noqa: E402
+from run_folder import run_folder  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -99,20 +100,10 @@ def compare(args, user, out, label):
         with torch.no_grad():
             want = module(*[torch.from_numpy(a) for _, a in inputs])
         want = (want[0] if isinstance(want, tuple) else want).numpy()
-        files = []
-        for i, (name, a) in enumerate(inputs):
-            files.append(os.path.join(args.work, f"{model}_input_{i}.npy"))
-            np.save(files[-1], a)
-        result = os.path.join(args.work, "result")
-        shutil.rmtree(result, ignore_errors=True)
-        cmd = [args.run, os.path.join(out, folder), "--output-dir", result]
-        for (name, _), f in zip(inputs, files):
-            cmd += ["--input", f"{name}={f}"]
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        p, got = run_folder(args.run, os.path.join(out, folder), inputs, args.work)
         check(p.returncode == 0, f"{label}: onnxstream-run {folder}" + (f" ({p.stderr.strip()[-300:]})" if p.returncode else ""))
         if p.returncode != 0:
             continue
-        got = np.load(os.path.join(result, os.listdir(result)[0]))
         err, bound = rel_l2(got, want), 1e-2 if fp16 else 1e-4
         check(got.shape == want.shape and err <= bound,
               f"{label}: {folder} vs PyTorch with the checkpoint's weights: rel L2 {err:.3g} (bound {bound:g})")
