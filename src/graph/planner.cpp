@@ -24,7 +24,7 @@ Plan make_plan(const Graph &graph, const std::vector<TensorInfo> &input_infos, c
         plan.values[static_cast<size_t>(graph.inputs()[i])] = input_infos.at(i);
 
     std::map<std::string, Tensor> constants; // small weights loaded for inference, dropped at the end
-    std::map<int, Tensor> known;             // outputs whose value the planner knows (OpDef::plan_value)
+    std::map<int, Tensor> known_values;      // outputs whose value the planner knows (OpDef::plan_value)
     const Allocator plan_alloc;
     for (const Node &node : nodes) {
         if (node.guard >= 0) {
@@ -46,8 +46,8 @@ Plan make_plan(const Graph &graph, const std::vector<TensorInfo> &input_infos, c
         auto constant = [&](size_t i) -> const Tensor * {
             const NodeInput &in = node.inputs[i];
             if (in.kind == NodeInput::Value) {
-                auto it = known.find(in.value);
-                return it == known.end() ? nullptr : &it->second;
+                auto it = known_values.find(in.value);
+                return it == known_values.end() ? nullptr : &it->second;
             }
             if (in.kind != NodeInput::Weight) return nullptr;
             auto it = constants.find(in.weight.file);
@@ -70,7 +70,7 @@ Plan make_plan(const Graph &graph, const std::vector<TensorInfo> &input_infos, c
                      shape_str(outs[k].shape), " but model.txt declares ", shape_str(v.declared_shape));
             plan.values[static_cast<size_t>(node.outputs[k])] = outs[k];
         }
-        if (node.def->plan_value && outs.size() == 1) known.emplace(node.outputs[0], node.def->plan_value(ctx, plan_alloc));
+        if (node.def->plan_value && outs.size() == 1) known_values.emplace(node.outputs[0], node.def->plan_value(ctx, plan_alloc));
         plan.node_outputs[static_cast<size_t>(node.index)] = std::move(outs);
         for (const NodeInput &in : node.inputs)
             if (in.kind == NodeInput::Weight) plan.fetch_order.push_back(in.weight);
