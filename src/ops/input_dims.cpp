@@ -7,6 +7,7 @@
 // Attribute `dims`: one term per output entry, comma-separated. A term is an integer, or a product of input
 // dimensions `@I.D` (dimension D of input I) with an optional integer factor in front, then optionally
 // `/N` (an exact division) and `+N` or `-N`: "1,@0.2@0.3/64,320" is [1, H*W/64, 320] of an NCHW input 0.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -97,32 +98,35 @@ std::vector<int64_t> evaluate(const std::string &where, const std::vector<Term> 
     return out;
 }
 
-std::vector<int64_t> infer_values(const InferContext &ctx) {
+// The entries of `node` for inputs of these shapes (nullptr: an absent input, an error when a term uses it).
+std::vector<int64_t> entries(const NodeView &node, const std::vector<const Shape *> &shapes) {
+    return evaluate(node.where, parse_terms(node.where, node.attrs.get_string("dims", "")), shapes);
+}
+
+std::vector<int64_t> planned_entries(const InferContext &ctx) {
     std::vector<const Shape *> shapes;
     for (size_t i = 0; i < ctx.input_count(); ++i) shapes.push_back(&ctx.input(i).shape);
-    return evaluate(ctx.node.where, parse_terms(ctx.node.where, ctx.attrs().get_string("dims", "")), shapes);
+    return entries(ctx.node, shapes);
 }
 
 std::vector<TensorInfo> input_dims_infer(const InferContext &ctx) {
     ctx.require_inputs(1, 64);
     if (!ctx.attrs().has("dims")) ctx.error("needs the dims attribute");
-    return {TensorInfo{DType::I64, {static_cast<int64_t>(infer_values(ctx).size())}, {}}};
+    return {TensorInfo{DType::I64, {static_cast<int64_t>(planned_entries(ctx).size())}, {}}};
 }
 
 Tensor input_dims_value(const InferContext &ctx, const Allocator &alloc) {
-    const std::vector<int64_t> values = infer_values(ctx);
+    const std::vector<int64_t> values = planned_entries(ctx);
     Tensor t = make_tensor(alloc, DType::I64, {static_cast<int64_t>(values.size())});
-    for (size_t i = 0; i < values.size(); ++i) t.data<int64_t>()[i] = values[i];
+    std::copy(values.begin(), values.end(), t.data<int64_t>());
     return t;
 }
 
 void input_dims_run(RunContext &ctx) {
     std::vector<const Shape *> shapes;
     for (size_t i = 0; i < ctx.input_count(); ++i) shapes.push_back(ctx.has_input(i) ? &ctx.input(i).shape() : nullptr);
-    const std::vector<int64_t> values =
-        evaluate(ctx.node.where, parse_terms(ctx.node.where, ctx.attrs().get_string("dims", "")), shapes);
-    Tensor &out = ctx.alloc_output(0);
-    for (size_t i = 0; i < values.size(); ++i) out.data<int64_t>()[i] = values[i];
+    const std::vector<int64_t> values = entries(ctx.node, shapes);
+    std::copy(values.begin(), values.end(), ctx.alloc_output(0).data<int64_t>());
 }
 
 } // namespace
