@@ -76,7 +76,12 @@ typedef enum onnxstream_dtype {
     ONNXSTREAM_DTYPE_UINT8 = 4,
     ONNXSTREAM_DTYPE_INT8 = 5,
     ONNXSTREAM_DTYPE_INT32 = 6,
-    ONNXSTREAM_DTYPE_BOOL = 7 /**< one byte per element, 0 or 1 */
+    ONNXSTREAM_DTYPE_BOOL = 7, /**< one byte per element, 0 or 1 */
+    ONNXSTREAM_DTYPE_FLOAT64 = 8, /**< since 0.13 */
+    ONNXSTREAM_DTYPE_INT16 = 9,   /**< since 0.13 */
+    ONNXSTREAM_DTYPE_UINT16 = 10, /**< since 0.13 */
+    ONNXSTREAM_DTYPE_UINT32 = 11, /**< since 0.13 */
+    ONNXSTREAM_DTYPE_UINT64 = 12  /**< since 0.13 */
 } onnxstream_dtype_t;
 
 /** Built-in weights providers. */

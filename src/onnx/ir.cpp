@@ -59,31 +59,9 @@ size_t onnx_type_size(int32_t type) {
     return 0;
 }
 
-bool dtype_of(int32_t type, DType &out) {
-    switch (type) {
-    case kOnnxFloat: out = DType::F32; return true;
-    case kOnnxFloat16: out = DType::F16; return true;
-    case kOnnxInt64: out = DType::I64; return true;
-    case kOnnxUint8: out = DType::U8; return true;
-    case kOnnxInt8: out = DType::I8; return true;
-    case kOnnxInt32: out = DType::I32; return true;
-    case kOnnxBool: out = DType::Bool; return true;
-    }
-    return false;
-}
+bool dtype_of(int32_t type, DType &out) { return dtype_from_onnx(type, out); }
 
-int32_t onnx_type_of(DType dtype) {
-    switch (dtype) {
-    case DType::F32: return kOnnxFloat;
-    case DType::F16: return kOnnxFloat16;
-    case DType::I64: return kOnnxInt64;
-    case DType::U8: return kOnnxUint8;
-    case DType::I8: return kOnnxInt8;
-    case DType::I32: return kOnnxInt32;
-    case DType::Bool: return kOnnxBool;
-    }
-    return 0;
-}
+int32_t onnx_type_of(DType dtype) { return dtype_onnx_type(dtype); }
 
 // ---------------------------------------------------------------------------------------------------------
 // SpillFile, ConstantData

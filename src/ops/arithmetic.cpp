@@ -1,5 +1,6 @@
 // Add, Sub, Mul, Div, Min, Max, Sum, Mean, Pow and Mod with numpy broadcasting at any rank, through the
-// parallel broadcast walk of ops/elementwise.h. float16 is computed in float32; integers are exact.
+// parallel broadcast walk of ops/elementwise.h. float16 is computed in float32, float64 in double; integers
+// are exact.
 //
 // Binary float32 arithmetic does not use XNNPACK's add/subtract/multiply/divide_nd: that build always applies
 // its output clamp, whose max/min instructions turn NaN into -inf (0/0, inf-inf, NaN+1 all give -inf where
@@ -105,11 +106,18 @@ template <typename Op> void run_fold(RunContext &ctx, bool mean) {
         store_f32(ctx.pool(), y, out);
         return;
     }
-    dispatch_int(out.dtype(), [&](auto tag) {
+    dispatch_exact(out.dtype(), [&](auto tag) {
         using T = decltype(tag);
         std::vector<const T *> ptrs;
         for (size_t i = 0; i < n; ++i) ptrs.push_back(ctx.input(i).template data<T>());
-        fold_inputs<Op>(ctx.pool(), ptrs, shapes, out.data<T>(), out.shape());
+        T *y = out.data<T>();
+        fold_inputs<Op>(ctx.pool(), ptrs, shapes, y, out.shape());
+        if constexpr (std::is_floating_point_v<T>) {
+            if (mean) {
+                const T count = static_cast<T>(n);
+                for (int64_t i = 0; i < out.numel(); ++i) y[i] = y[i] / count;
+            }
+        }
     });
 }
 
@@ -125,7 +133,7 @@ std::vector<TensorInfo> infer_variadic_numeric(const InferContext &ctx) {
     return infer_same_type_inputs(ctx, 1, kManyInputs, kNumericTypes);
 }
 std::vector<TensorInfo> infer_variadic_float(const InferContext &ctx) {
-    return infer_same_type_inputs(ctx, 1, kManyInputs, kFloatTypes);
+    return infer_same_type_inputs(ctx, 1, kManyInputs, kAnyFloatTypes);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -133,8 +141,8 @@ std::vector<TensorInfo> infer_variadic_float(const InferContext &ctx) {
 
 std::vector<TensorInfo> infer_pow(const InferContext &ctx) {
     ctx.require_inputs(2, 2);
-    ctx.require_dtype(0, {DType::F32, DType::F16, DType::I64, DType::I32});
-    ctx.require_dtype(1, {DType::F32, DType::F16, DType::I64, DType::I32});
+    ctx.require_dtype(0, {DType::F32, DType::F16, DType::F64, DType::I64, DType::I32});
+    ctx.require_dtype(1, kNumericTypes);
     return {TensorInfo{ctx.input(0).dtype, broadcast_inputs(ctx, {0, 1}), {}}};
 }
 
@@ -175,7 +183,9 @@ void run_pow(RunContext &ctx) {
         float *y = acc.data<float>();
         bool done = false;
         if (expo.numel() == 1 && bs == out.shape()) {
-            double e = is_float(expo.dtype()) ? double(float_at(expo, 0)) : double(int_at(expo, 0));
+            double e = expo.dtype() == DType::F64 ? expo.data<double>()[0]
+                       : is_float(expo.dtype())   ? double(float_at(expo, 0))
+                                                  : double(int_at(expo, 0));
             done = pow_f32_scalar(pool, xb.data<float>(), y, static_cast<size_t>(out.numel()), e);
         }
         if (!done) {
@@ -183,8 +193,9 @@ void run_pow(RunContext &ctx) {
                 Tensor xe = to_f32(ctx, expo);
                 binary_broadcast(pool, out.shape(), xb.data<float>(), bs, xe.data<float>(), es, y, pow_f32);
             } else {
-                // Integer exponents go through double pow like ONNX Runtime's std::pow(float, int64).
-                dispatch_int(expo.dtype(), [&](auto tag) {
+                // Integer (and float64) exponents go through double pow like ONNX Runtime's
+                // std::pow(float, int64).
+                dispatch_exact(expo.dtype(), [&](auto tag) {
                     using E = decltype(tag);
                     binary_broadcast(
                         pool, out.shape(), xb.data<float>(), bs, expo.data<E>(), es, y,
@@ -195,17 +206,22 @@ void run_pow(RunContext &ctx) {
         store_f32(pool, y, out);
         return;
     }
-    dispatch_int(base.dtype(), [&](auto btag) {
+    dispatch_exact(base.dtype(), [&](auto btag) {
         using T = decltype(btag);
         if (is_float(expo.dtype())) {
             Tensor xe = to_f32(ctx, expo);
             binary_broadcast(pool, out.shape(), base.data<T>(), bs, xe.data<float>(), es, out.data<T>(),
-                             [](T a, float b) { return float_to_int<T>(std::pow(double(a), double(b))); });
+                             [](T a, float b) { return from_double<T>(std::pow(double(a), double(b))); });
         } else {
-            dispatch_int(expo.dtype(), [&](auto etag) {
+            dispatch_exact(expo.dtype(), [&](auto etag) {
                 using E = decltype(etag);
                 binary_broadcast(pool, out.shape(), base.data<T>(), bs, expo.data<E>(), es, out.data<T>(),
-                                 [](T a, E b) { return int_pow<T, E>(a, b); });
+                                 [](T a, E b) {
+                                     if constexpr (std::is_integral_v<T> && std::is_integral_v<E>)
+                                         return int_pow<T, E>(a, b);
+                                     else
+                                         return from_double<T>(std::pow(double(a), double(b)));
+                                 });
             });
         }
     });
@@ -215,7 +231,7 @@ std::vector<TensorInfo> infer_mod(const InferContext &ctx) {
     auto out = infer_same_type_inputs(ctx, 2, 2, kNumericTypes);
     int64_t fmod = ctx.attrs().get_int("fmod", 0);
     if (fmod != 0 && fmod != 1) ctx.error("attribute fmod is ", fmod, ", expected 0 or 1");
-    if (fmod == 0 && is_float(out[0].dtype))
+    if (fmod == 0 && (is_float(out[0].dtype) || out[0].dtype == DType::F64))
         ctx.error("fmod=0 is not defined for ", dtype_name(out[0].dtype),
                   " inputs; float Mod requires fmod=1");
     return out;
@@ -234,10 +250,15 @@ void run_mod(RunContext &ctx) {
         store_f32(ctx.pool(), acc.data<float>(), out);
         return;
     }
-    dispatch_int(out.dtype(), [&](auto tag) {
+    dispatch_exact(out.dtype(), [&](auto tag) {
         using T = decltype(tag);
         binary_broadcast(ctx.pool(), out.shape(), a.data<T>(), a.shape(), b.data<T>(), b.shape(),
-                         out.data<T>(), [c_style](T x, T y) { return int_mod(x, y, c_style); });
+                         out.data<T>(), [c_style](T x, T y) {
+                             if constexpr (std::is_floating_point_v<T>)
+                                 return std::fmod(x, y);
+                             else
+                                 return int_mod(x, y, c_style);
+                         });
     });
 }
 

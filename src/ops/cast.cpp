@@ -12,20 +12,6 @@ namespace onnxstream {
 
 namespace {
 
-// ONNX TensorProto element type numbers.
-bool dtype_from_onnx(int64_t to, DType &out) {
-    switch (to) {
-    case 1: out = DType::F32; return true;
-    case 10: out = DType::F16; return true;
-    case 7: out = DType::I64; return true;
-    case 6: out = DType::I32; return true;
-    case 2: out = DType::U8; return true;
-    case 3: out = DType::I8; return true;
-    case 9: out = DType::Bool; return true;
-    default: return false;
-    }
-}
-
 std::vector<TensorInfo> infer_cast(const InferContext &ctx) {
     ctx.require_inputs(1, 1);
     ctx.require_dtype(0, kAllTypes);
@@ -34,8 +20,7 @@ std::vector<TensorInfo> infer_cast(const InferContext &ctx) {
     if (!dtype_from_onnx(to, dtype)) {
         if (to >= 1 && to <= 26)
             fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": cast to ONNX element type ", to,
-                 " is not supported; supported: 1 (float), 10 (float16), 7 (int64), 6 (int32), 2 (uint8), "
-                 "3 (int8), 9 (bool)");
+                 " is not supported; supported: ", onnx_types_supported());
         ctx.error("attribute to is ", to, ", which is not an ONNX TensorProto element type");
     }
     return {TensorInfo{dtype, ctx.input(0).shape, {}}};
@@ -95,7 +80,7 @@ template <typename Fn> void dispatch_storage(DType d, Fn &&fn) {
     switch (d) {
     case DType::F32: fn(float{}); return;
     case DType::F16: fn(HalfTag{}); return;
-    default: dispatch_int(d, std::forward<Fn>(fn));
+    default: dispatch_exact(d, std::forward<Fn>(fn));
     }
 }
 

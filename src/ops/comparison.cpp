@@ -1,5 +1,5 @@
 // Equal, Less, Greater, LessOrEqual, GreaterOrEqual, And, Or, Xor, Not and Where with numpy broadcasting at
-// any rank. float16 is compared in float32.
+// any rank. float16 is compared in float32, float64 in double.
 #include "ops/elementwise.h"
 
 #include "ops/elementwise_int.h"
@@ -26,7 +26,7 @@ template <typename Cmp> void run_compare(RunContext &ctx) {
                          f);
         return;
     }
-    dispatch_int(a.dtype(), [&](auto tag) {
+    dispatch_exact(a.dtype(), [&](auto tag) {
         using T = decltype(tag);
         binary_broadcast(ctx.pool(), out.shape(), a.data<T>(), a.shape(), b.data<T>(), b.shape(), y, f);
     });

@@ -155,7 +155,7 @@ std::vector<TensorInfo> infer_einsum(const InferContext &ctx) {
                       dtype_name(ctx.input(0).dtype));
         shapes.push_back(in.shape);
     }
-    ctx.require_dtype(0, {DType::F32, DType::F16, DType::I64, DType::I32});
+    ctx.require_dtype(0, {DType::F32, DType::F16, DType::F64, DType::I64, DType::I32});
     if (!ctx.attrs().has("equation")) ctx.error("required attribute 'equation' is missing");
     EinsumEquation e = parse_einsum(ctx.attrs().get_string("equation", ""), shapes,
                                     [&](const std::string &msg) { ctx.error(msg); });
@@ -170,6 +170,8 @@ std::vector<TensorInfo> infer_einsum(const InferContext &ctx) {
 template <typename T> constexpr DType dtype_of() {
     if constexpr (std::is_same_v<T, float>)
         return DType::F32;
+    else if constexpr (std::is_same_v<T, double>)
+        return DType::F64;
     else if constexpr (std::is_same_v<T, int64_t>)
         return DType::I64;
     else
@@ -423,6 +425,7 @@ void run_einsum(RunContext &ctx) {
         float_to_half_n(y32.data<float>(), y.data<uint16_t>(), static_cast<size_t>(y.numel()));
         break;
     }
+    case DType::F64: run_einsum_typed<double>(ctx, inputs, e, y.data<double>()); break;
     case DType::I64: run_einsum_typed<int64_t>(ctx, inputs, e, y.data<int64_t>()); break;
     case DType::I32: run_einsum_typed<int32_t>(ctx, inputs, e, y.data<int32_t>()); break;
     default: ctx.error(ONNXSTREAM_ERR_UNSUPPORTED, "Einsum on ", dtype_name(y.dtype()));

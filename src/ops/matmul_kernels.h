@@ -45,11 +45,20 @@ void matmul_f32(const float *a, const Shape &a_batch, const float *b, const Shap
                 const Shape &y_batch, int64_t m, int64_t k, int64_t n, pthreadpool_t pool,
                 bool b_nk = false);
 
-// Exact integer product (wrapping like two's complement hardware); integer MatMul is rare and small.
+// Accumulator of matmul_int: the unsigned twin of an integer type, double for double.
+template <typename T, bool = std::is_floating_point_v<T>> struct MatmulAcc {
+    using type = std::make_unsigned_t<T>;
+};
+template <typename T> struct MatmulAcc<T, true> {
+    using type = T;
+};
+
+// Exact integer product (wrapping like two's complement hardware), and the float64 product in plain
+// double loops; integer and float64 MatMul are rare and small.
 template <typename T>
 void matmul_int(const T *a, const Shape &a_batch, const T *b, const Shape &b_batch, T *y,
                 const Shape &y_batch, int64_t m, int64_t k, int64_t n, pthreadpool_t pool) {
-    using U = std::make_unsigned_t<T>;
+    using U = typename MatmulAcc<T>::type;
     BatchPlan p = plan_batches(a_batch, b_batch, y_batch);
     int64_t slices = shape_numel(y_batch);
     parallel_for(pool, static_cast<size_t>(slices * m), 16, [&](size_t begin, size_t end) {

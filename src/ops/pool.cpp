@@ -2,7 +2,8 @@
 // place on the NCHW layout: whole output rows are accumulated with contiguous, vectorisable loops, so no
 // transposes are needed (XNNPACK's NHWC pooling plus the two transposes measured slower on large maps and
 // at best 0.1 ms faster on YOLOv8's 20x20 SPPF pools). float16 tensors are computed in float32. Output
-// sizes, ceil_mode windows and count_include_pad divisors follow ONNX Runtime.
+// sizes, ceil_mode windows and count_include_pad divisors follow ONNX Runtime. MaxPool on int8/uint8 and
+// MaxPool's Indices output take a direct per-window loop instead.
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -205,6 +206,59 @@ void pool_nchw(const float *x, float *y, float *rows, const PoolGeometry &g, Poo
     });
 }
 
+// Max pooling window by window: for the 8-bit integer dtypes, and for the Indices output, ONNX's flat index of
+// each maximum in the NCHW input (row-major over the spatial axes, or column-major with storage_order 1,
+// plus plane * plane size). The first maximum in row-major window order wins, as in ONNX Runtime.
+template <typename T>
+void max_pool_direct(const T *x, T *y, int64_t *indices, const PoolGeometry &g, bool column_major,
+                     pthreadpool_t pool) {
+    const size_t sp = g.spatial;
+    int64_t in_plane = 1, out_plane = 1, taps = 1;
+    for (size_t a = 0; a < sp; ++a) {
+        in_plane *= g.in[a];
+        out_plane *= g.out[a];
+        taps *= g.kernel[a];
+    }
+    std::vector<int64_t> row_major(sp, 1), col_major(sp, 1); // element strides of the spatial axes
+    for (size_t a = sp - 1; a-- > 0;) row_major[a] = row_major[a + 1] * g.in[a + 1];
+    for (size_t a = 1; a < sp; ++a) col_major[a] = col_major[a - 1] * g.in[a - 1];
+    parallel_for(pool, static_cast<size_t>(g.planes * out_plane), 64, [&](size_t begin, size_t end) {
+        std::vector<int64_t> oc(sp);
+        for (size_t r = begin; r < end; ++r) {
+            const int64_t plane = static_cast<int64_t>(r) / out_plane;
+            int64_t rem = static_cast<int64_t>(r) % out_plane;
+            for (size_t a = sp; a-- > 0;) {
+                oc[a] = rem % g.out[a];
+                rem /= g.out[a];
+            }
+            bool found = false;
+            T best = std::numeric_limits<T>::lowest();
+            int64_t best_at = 0;
+            for (int64_t t = 0; t < taps; ++t) {
+                int64_t tap = t, at_rm = 0, at_cm = 0;
+                bool inside = true;
+                for (size_t a = sp; a-- > 0 && inside;) {
+                    const int64_t k = tap % g.kernel[a];
+                    tap /= g.kernel[a];
+                    const int64_t i = oc[a] * g.strides[a] - g.pad_begin[a] + k * g.dilations[a];
+                    inside = i >= 0 && i < g.in[a];
+                    at_rm += i * row_major[a];
+                    at_cm += i * col_major[a];
+                }
+                if (!inside) continue;
+                const T v = x[plane * in_plane + at_rm];
+                if (!found || v > best) {
+                    best = v;
+                    best_at = column_major ? at_cm : at_rm;
+                    found = true;
+                }
+            }
+            y[r] = best;
+            if (indices) indices[r] = plane * in_plane + best_at;
+        }
+    });
+}
+
 // The same on channels-last 2-D x (N, H, W, C) (the layout plan's Layout::NHWC): each output pixel combines
 // the C-vectors of its window's valid input pixels.
 void pool_nhwc(const float *x, float *y, int64_t n, int64_t c, const PoolGeometry &g, PoolKind kind,
@@ -245,10 +299,14 @@ void pool_nhwc(const float *x, float *y, int64_t n, int64_t c, const PoolGeometr
 
 std::vector<TensorInfo> pool_infer(const InferContext &ctx) {
     ctx.require_inputs(1, 1);
-    ctx.require_dtype(0, {DType::F32, DType::F16});
-    if (ctx.output_count() > 1)
-        fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": the Indices output of ", ctx.node.type,
-             " is not supported (only the pooled values)");
+    const bool max = ctx.node.type == "MaxPool";
+    if (max)
+        ctx.require_dtype(0, {DType::F32, DType::F16, DType::I8, DType::U8});
+    else
+        ctx.require_dtype(0, {DType::F32, DType::F16});
+    if (ctx.output_count() > (max ? 2u : 1u))
+        ctx.error(ctx.node.type, " has ", max ? "2 outputs (Y, Indices)" : "one output", ", model.txt declares ",
+                  ctx.output_count());
     if (ctx.node.type == "MaxPool" && ctx.attrs().get_int("storage_order", 0) != 0 &&
         ctx.attrs().get_int("storage_order", 0) != 1)
         ctx.error("storage_order must be 0 or 1");
@@ -260,12 +318,36 @@ std::vector<TensorInfo> pool_infer(const InferContext &ctx) {
     PoolGeometry g = pool_geometry(ctx.attrs(), ctx.node.where, x.shape);
     Shape out = {x.shape[0], x.shape[1]};
     out.insert(out.end(), g.out.begin(), g.out.end());
-    return {{x.dtype, out, {}}};
+    std::vector<TensorInfo> outs{{x.dtype, out, {}}};
+    if (ctx.output_count() == 2) outs.push_back({DType::I64, out, {}});
+    return outs;
+}
+
+void max_pool_direct_run(RunContext &ctx, const PoolGeometry &g) {
+    const Tensor &x = ctx.input(0);
+    Tensor &y = ctx.alloc_output(0);
+    int64_t *indices = ctx.output_count() > 1 ? ctx.alloc_output(1).data<int64_t>() : nullptr;
+    const bool column_major = ctx.attrs().get_int("storage_order", 0) == 1;
+    switch (x.dtype()) {
+    case DType::I8:
+        max_pool_direct(x.data<int8_t>(), y.data<int8_t>(), indices, g, column_major, ctx.pool());
+        break;
+    case DType::U8:
+        max_pool_direct(x.data<uint8_t>(), y.data<uint8_t>(), indices, g, column_major, ctx.pool());
+        break;
+    default: {
+        Tensor in_holder, out_holder;
+        max_pool_direct(as_f32(ctx, x, in_holder), out_f32(ctx, y, out_holder), indices, g, column_major,
+                        ctx.pool());
+        store_f32_output(ctx, y, out_holder);
+    }
+    }
 }
 
 void pool_run(RunContext &ctx) {
     const Tensor &x = ctx.input(0);
     PoolGeometry g = pool_geometry(ctx.attrs(), ctx.node.where, x.shape());
+    if (ctx.output_count() > 1 || !is_float(x.dtype())) return max_pool_direct_run(ctx, g);
     Tensor &y = ctx.alloc_output(0);
     if (y.numel() == 0) return;
     const bool avg = ctx.node.type == "AveragePool";

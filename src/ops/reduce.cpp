@@ -45,7 +45,8 @@ ReduceOp reduce_op(const std::string &type) {
 constexpr Kind later_kind(Kind k) { return k == Kind::SumAbs || k == Kind::SumSquare ? Kind::Sum : k; }
 
 // ---------------------------------------------------------------------------------------------------------
-// Element operations. Float data accumulates sums/products/log-sum-exps in double and max/min in float;
+// Element operations. float32/float16 data accumulates sums/products/log-sum-exps in double and max/min in
+// float, float64 data everything in double;
 // integer data in int64 with wrapping arithmetic.
 
 template <Kind K, typename Acc> constexpr Acc identity() {
@@ -232,11 +233,12 @@ std::vector<TensorInfo> infer_reduce(const InferContext &ctx) {
     ctx.require_inputs(1, 2);
     ReduceOp op = reduce_op(ctx.node.type);
     if (op.float_only)
-        ctx.require_dtype(0, {DType::F32, DType::F16});
+        ctx.require_dtype(0, {DType::F32, DType::F16, DType::F64});
     else if (op.kind == Kind::Max || op.kind == Kind::Min)
-        ctx.require_dtype(0, {DType::F32, DType::F16, DType::I64, DType::I32, DType::U8, DType::I8});
+        ctx.require_dtype(0, {DType::F32, DType::F16, DType::F64, DType::I64, DType::I32, DType::U8, DType::I8,
+                              DType::Bool});
     else
-        ctx.require_dtype(0, {DType::F32, DType::F16, DType::I64, DType::I32});
+        ctx.require_dtype(0, {DType::F32, DType::F16, DType::F64, DType::I64, DType::I32});
     const TensorInfo &x = ctx.input(0);
     bool keepdims = ctx.attrs().get_int("keepdims", 1) != 0;
     bool noop = ctx.attrs().get_int("noop_with_empty_axes", 0) != 0;
@@ -431,6 +433,11 @@ void run_reduce(RunContext &ctx) {
             float_to_half_n(out32.data<float>(), y.data<uint16_t>(), static_cast<size_t>(n));
         break;
     }
+    case DType::F64: {
+        Tensor acc = reduce_dispatch<double>(ctx, op.kind, x.data<double>(), x.shape(), spec.reduced);
+        finish(static_cast<const double *>(acc.raw()), y.data<double>(), n, op.finish, count, ctx.pool());
+        break;
+    }
     case DType::I64: {
         Tensor acc = reduce_dispatch<int64_t>(ctx, op.kind, x.data<int64_t>(), x.shape(), spec.reduced);
         finish(static_cast<const int64_t *>(acc.raw()), y.data<int64_t>(), n, op.finish, count, ctx.pool());
@@ -441,7 +448,8 @@ void run_reduce(RunContext &ctx) {
         finish(static_cast<const int64_t *>(acc.raw()), y.data<int32_t>(), n, op.finish, count, ctx.pool());
         break;
     }
-    case DType::U8: {
+    case DType::U8:
+    case DType::Bool: { // only Max and Min take bool (0 or 1 bytes)
         Tensor acc = reduce_dispatch<int64_t>(ctx, op.kind, x.data<uint8_t>(), x.shape(), spec.reduced);
         finish(static_cast<const int64_t *>(acc.raw()), y.data<uint8_t>(), n, op.finish, count, ctx.pool());
         break;

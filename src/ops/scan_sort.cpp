@@ -58,7 +58,7 @@ void require_single_int_input(const InferContext &ctx, size_t i, const char *wha
 
 std::vector<TensorInfo> cumsum_infer(const InferContext &ctx) {
     ctx.require_inputs(2, 2);
-    ctx.require_dtype(0, {DType::F32, DType::F16, DType::I64, DType::I32});
+    ctx.require_dtype(0, {DType::F32, DType::F16, DType::F64, DType::I64, DType::I32});
     const TensorInfo &x = ctx.input(0);
     require_single_int_input(ctx, 1, "axis");
     int64_t rank = static_cast<int64_t>(x.shape.size());
@@ -125,6 +125,7 @@ void cumsum_run(RunContext &ctx) {
         float_to_half_n(yf.data<float>(), y.data<uint16_t>(), n);
         break;
     }
+    case DType::F64: cumsum_typed(ctx, x.data<double>(), y.data<double>(), l, exclusive, reverse); break;
     case DType::I64: cumsum_typed(ctx, x.data<int64_t>(), y.data<int64_t>(), l, exclusive, reverse); break;
     case DType::I32: cumsum_typed(ctx, x.data<int32_t>(), y.data<int32_t>(), l, exclusive, reverse); break;
     default: ctx.error(ONNXSTREAM_ERR_UNSUPPORTED, "CumSum on ", dtype_name(x.dtype()));
@@ -139,7 +140,7 @@ size_t topk_axis(const std::string &where, const Attributes &attrs, int64_t rank
 
 std::vector<TensorInfo> topk_infer(const InferContext &ctx) {
     ctx.require_inputs(2, 2);
-    ctx.require_dtype(0, {DType::F32, DType::F16, DType::I64, DType::I32, DType::U8, DType::I8});
+    ctx.require_dtype(0, {DType::F32, DType::F16, DType::F64, DType::I64, DType::I32, DType::U8, DType::I8});
     const TensorInfo &x = ctx.input(0);
     require_single_int_input(ctx, 1, "K");
     int64_t rank = static_cast<int64_t>(x.shape.size());
@@ -221,6 +222,7 @@ void topk_run(RunContext &ctx) {
         topk_indices(ctx, xf.data<float>(), idx, l, k, largest, sorted);
         break;
     }
+    case DType::F64: topk_indices(ctx, x.data<double>(), idx, l, k, largest, sorted); break;
     case DType::I64: topk_indices(ctx, x.data<int64_t>(), idx, l, k, largest, sorted); break;
     case DType::I32: topk_indices(ctx, x.data<int32_t>(), idx, l, k, largest, sorted); break;
     case DType::U8: topk_indices(ctx, x.data<uint8_t>(), idx, l, k, largest, sorted); break;

@@ -264,18 +264,10 @@ DType dtype_attr(const std::string &where, const std::string &text) {
             invalid(where, "attribute 'dtype' is '", text, "', expected a dtype name such as float32 or int64");
         return dt;
     }
-    switch (onnx_type) {
-    case 1: return DType::F32;
-    case 2: return DType::U8;
-    case 3: return DType::I8;
-    case 6: return DType::I32;
-    case 7: return DType::I64;
-    case 9: return DType::Bool;
-    case 10: return DType::F16;
-    default:
-        fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": dtype ", onnx_type,
-             " is not supported (ONNX data types 1, 2, 3, 6, 7, 9, 10)");
-    }
+    if (!dtype_from_onnx(onnx_type, dt))
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, where, ": dtype ", onnx_type, " is not supported (ONNX data types ",
+             onnx_types_supported(), ")");
+    return dt;
 }
 
 FillValue constant_of_shape_value(const std::string &where, const Attributes &attrs) {
@@ -605,10 +597,10 @@ void register_shape_ops(Registry &r) {
     r.add("Shape", shape_infer, shape_run);
     r.add("Size", size_infer, size_run);
     r.add("ConstantOfShape", constant_of_shape_infer, constant_of_shape_run);
-    r.add("Range", range_infer, range_run);
+    r.add("Range", range_infer, range_run).with_shape_value_inputs(0x7);
     r.add("EyeLike", eye_like_infer, eye_like_run);
     r.add("Trilu", trilu_infer, trilu_run);
-    r.add("OneHot", one_hot_infer, one_hot_run);
+    r.add("OneHot", one_hot_infer, one_hot_run).with_shape_value_inputs(0x2);
 }
 
 } // namespace onnxstream

@@ -298,6 +298,27 @@ void store_scalar(DType dtype, double value, void *out) {
     case DType::I8: *static_cast<int8_t *>(out) = saturate<int8_t>(value); break;
     case DType::U8: *static_cast<uint8_t *>(out) = saturate<uint8_t>(value); break;
     case DType::Bool: *static_cast<uint8_t *>(out) = value != 0 ? 1 : 0; break;
+    case DType::F64: std::memcpy(out, &value, 8); break;
+    case DType::I16: {
+        int16_t v = saturate<int16_t>(value);
+        std::memcpy(out, &v, 2);
+        break;
+    }
+    case DType::U16: {
+        uint16_t v = saturate<uint16_t>(value);
+        std::memcpy(out, &v, 2);
+        break;
+    }
+    case DType::U32: {
+        uint32_t v = saturate<uint32_t>(value);
+        std::memcpy(out, &v, 4);
+        break;
+    }
+    case DType::U64: {
+        uint64_t v = saturate<uint64_t>(value);
+        std::memcpy(out, &v, 8);
+        break;
+    }
     }
 }
 

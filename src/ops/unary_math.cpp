@@ -1,5 +1,6 @@
 // Element-wise math functions (Sqrt, Neg, Abs, Sign, Exp, Log, Erf, Sin, Cos, Tanh, Reciprocal, Floor, Ceil,
-// Round) and the predicates IsNaN and IsInf. float16 is computed in float32. XNNPACK computes the functions
+// Round) and the predicates IsNaN and IsInf. float16 is computed in float32, float64 in double. XNNPACK
+// computes the float32 functions
 // whose kernels keep NaN (abs, negate, floor, ceil, round); the others are plain loops.
 #include "ops/elementwise.h"
 
@@ -15,15 +16,27 @@ namespace onnxstream {
 namespace {
 
 std::vector<TensorInfo> infer_float_unary(const InferContext &ctx) {
-    return infer_same_as_input(ctx, kFloatTypes);
+    return infer_same_as_input(ctx, kAnyFloatTypes);
 }
 std::vector<TensorInfo> infer_signed_unary(const InferContext &ctx) {
-    return infer_same_as_input(ctx, {DType::F32, DType::F16, DType::I64, DType::I32, DType::I8});
+    return infer_same_as_input(ctx, {DType::F32, DType::F16, DType::F64, DType::I64, DType::I32, DType::I16,
+                                     DType::I8});
+}
+
+template <typename K> void run_double_unary(RunContext &ctx) {
+    const Tensor &x = ctx.input(0);
+    Tensor &y = ctx.alloc_output(0);
+    const double *a = x.data<double>();
+    double *b = y.data<double>();
+    parallel_for(ctx.pool(), static_cast<size_t>(x.numel()), kElementwiseTile, [&](size_t s, size_t e) {
+        for (size_t i = s; i < e; ++i) b[i] = K::f(a[i]);
+    });
 }
 
 // K::f is the float function; K::kXnn names an XNNPACK kernel computing the same, when K::kHasXnn.
 template <typename K> void run_float_unary(RunContext &ctx) {
     const Tensor &x = ctx.input(0);
+    if (x.dtype() == DType::F64) return run_double_unary<K>(ctx);
     Tensor &y = ctx.alloc_output(0);
     if constexpr (K::kHasXnn) {
         if (x.dtype() == DType::F32) {
@@ -33,14 +46,14 @@ template <typename K> void run_float_unary(RunContext &ctx) {
         }
     }
     map_float(ctx.pool(), x, y, [](const float *in, float *out, size_t n) {
-        for (size_t i = 0; i < n; ++i) out[i] = K::f(in[i]);
+        for (size_t i = 0; i < n; ++i) out[i] = K::template f<float>(in[i]);
     });
 }
 
 // Float ops that are also defined for signed integers (K::i).
 template <typename K> void run_signed_unary(RunContext &ctx) {
     const Tensor &x = ctx.input(0);
-    if (is_float(x.dtype())) return run_float_unary<K>(ctx);
+    if (is_float(x.dtype()) || x.dtype() == DType::F64) return run_float_unary<K>(ctx);
     Tensor &y = ctx.alloc_output(0);
     dispatch_int(x.dtype(), [&](auto tag) {
         using T = decltype(tag);
@@ -62,82 +75,82 @@ template <xnn::Unary U> struct WithXnn {
 
 // Not XNNPACK's: its 2024-11 float32 square root returns NaN for +inf.
 struct SqrtK : NoXnn {
-    static float f(float x) { return std::sqrt(x); }
+    template <typename T> static T f(T x) { return std::sqrt(x); }
 };
 struct NegK : WithXnn<xnn::Unary::Negate> {
-    static float f(float x) { return -x; }
+    template <typename T> static T f(T x) { return -x; }
     template <typename T> static T i(T x) { return wrap_neg(x); }
 };
 struct AbsK : WithXnn<xnn::Unary::Abs> {
-    static float f(float x) { return std::fabs(x); }
+    template <typename T> static T f(T x) { return std::fabs(x); }
     template <typename T> static T i(T x) { return x < 0 ? wrap_neg(x) : x; }
 };
 struct SignK : NoXnn {
-    static float f(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : (x == 0.0f ? 0.0f : x)); }
+    template <typename T> static T f(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : (x == T(0) ? T(0) : x)); }
     template <typename T> static T i(T x) { return static_cast<T>((x > 0) - (x < 0)); }
 };
 struct FloorK : WithXnn<xnn::Unary::Floor> {
-    static float f(float x) { return std::floor(x); }
+    template <typename T> static T f(T x) { return std::floor(x); }
 };
 struct CeilK : WithXnn<xnn::Unary::Ceiling> {
-    static float f(float x) { return std::ceil(x); }
+    template <typename T> static T f(T x) { return std::ceil(x); }
 };
 // ONNX Round is round-half-to-even, which nearbyint does in the default rounding mode.
 struct RoundK : WithXnn<xnn::Unary::RoundEven> {
-    static float f(float x) { return std::nearbyint(x); }
+    template <typename T> static T f(T x) { return std::nearbyint(x); }
 };
 struct ExpK : NoXnn {
-    static float f(float x) { return std::exp(x); }
+    template <typename T> static T f(T x) { return std::exp(x); }
 };
 struct LogK : NoXnn {
-    static float f(float x) { return std::log(x); }
+    template <typename T> static T f(T x) { return std::log(x); }
 };
 struct ErfK : NoXnn {
-    static float f(float x) { return std::erf(x); }
+    template <typename T> static T f(T x) { return std::erf(x); }
 };
 struct SinK : NoXnn {
-    static float f(float x) { return std::sin(x); }
+    template <typename T> static T f(T x) { return std::sin(x); }
 };
 struct CosK : NoXnn {
-    static float f(float x) { return std::cos(x); }
+    template <typename T> static T f(T x) { return std::cos(x); }
 };
 struct TanhK : NoXnn {
-    static float f(float x) { return std::tanh(x); }
+    template <typename T> static T f(T x) { return std::tanh(x); }
 };
 struct TanK : NoXnn {
-    static float f(float x) { return std::tan(x); }
+    template <typename T> static T f(T x) { return std::tan(x); }
 };
 struct AsinK : NoXnn {
-    static float f(float x) { return std::asin(x); }
+    template <typename T> static T f(T x) { return std::asin(x); }
 };
 struct AcosK : NoXnn {
-    static float f(float x) { return std::acos(x); }
+    template <typename T> static T f(T x) { return std::acos(x); }
 };
 struct AtanK : NoXnn {
-    static float f(float x) { return std::atan(x); }
+    template <typename T> static T f(T x) { return std::atan(x); }
 };
 struct SinhK : NoXnn {
-    static float f(float x) { return std::sinh(x); }
+    template <typename T> static T f(T x) { return std::sinh(x); }
 };
 struct CoshK : NoXnn {
-    static float f(float x) { return std::cosh(x); }
+    template <typename T> static T f(T x) { return std::cosh(x); }
 };
 struct AsinhK : NoXnn {
-    static float f(float x) { return std::asinh(x); }
+    template <typename T> static T f(T x) { return std::asinh(x); }
 };
 struct AcoshK : NoXnn {
-    static float f(float x) { return std::acosh(x); }
+    template <typename T> static T f(T x) { return std::acosh(x); }
 };
 struct AtanhK : NoXnn {
-    static float f(float x) { return std::atanh(x); }
+    template <typename T> static T f(T x) { return std::atanh(x); }
 };
 struct ReciprocalK : NoXnn {
-    static float f(float x) { return 1.0f / x; }
+    template <typename T> static T f(T x) { return T(1) / x; }
 };
 
 std::vector<TensorInfo> infer_float_predicate(const InferContext &ctx) {
     ctx.require_inputs(1, 1);
-    ctx.require_dtype(0, kFloatTypes);
+    ctx.require_dtype(0, kAnyFloatTypes);
     return {TensorInfo{DType::Bool, ctx.input(0).shape, {}}};
 }
 
@@ -151,6 +164,11 @@ template <typename Pred> void float_predicate(RunContext &ctx, Pred pred) {
         parallel_for(ctx.pool(), n, kElementwiseTile, [&](size_t b, size_t e) {
             for (size_t i = b; i < e; ++i) y[i] = pred(a[i]);
         });
+    } else if (x.dtype() == DType::F64) {
+        const double *a = x.data<double>();
+        parallel_for(ctx.pool(), n, kElementwiseTile, [&](size_t b, size_t e) {
+            for (size_t i = b; i < e; ++i) y[i] = pred(a[i]);
+        });
     } else {
         const uint16_t *a = x.data<uint16_t>();
         parallel_for(ctx.pool(), n, kElementwiseTile, [&](size_t b, size_t e) {
@@ -160,7 +178,7 @@ template <typename Pred> void float_predicate(RunContext &ctx, Pred pred) {
 }
 
 void run_isnan(RunContext &ctx) {
-    float_predicate(ctx, [](float v) -> uint8_t { return v != v; });
+    float_predicate(ctx, [](auto v) -> uint8_t { return v != v; });
 }
 
 std::vector<TensorInfo> infer_isinf(const InferContext &ctx) {
@@ -175,7 +193,7 @@ void run_isinf(RunContext &ctx) {
     const bool neg = ctx.attrs().get_int("detect_negative", 1) != 0;
     const bool pos = ctx.attrs().get_int("detect_positive", 1) != 0;
     float_predicate(
-        ctx, [neg, pos](float v) -> uint8_t { return (pos && v == INFINITY) || (neg && v == -INFINITY); });
+        ctx, [neg, pos](auto v) -> uint8_t { return (pos && v == INFINITY) || (neg && v == -INFINITY); });
 }
 
 } // namespace

@@ -18,15 +18,30 @@ enum class DType : int {
     I8 = ONNXSTREAM_DTYPE_INT8,
     I32 = ONNXSTREAM_DTYPE_INT32,
     Bool = ONNXSTREAM_DTYPE_BOOL,
+    F64 = ONNXSTREAM_DTYPE_FLOAT64,
+    I16 = ONNXSTREAM_DTYPE_INT16,
+    U16 = ONNXSTREAM_DTYPE_UINT16,
+    U32 = ONNXSTREAM_DTYPE_UINT32,
+    U64 = ONNXSTREAM_DTYPE_UINT64,
 };
 
 size_t dtype_size(DType dtype);
-// Name as written in model.txt: float32, float16, int64, uint8, int8, int32, bool.
+// Name as written in model.txt: float32, float16, int64, uint8, int8, int32, bool, float64, int16, uint16,
+// uint32, uint64.
 const char *dtype_name(DType dtype);
 // Parse a model.txt dtype name; false if unknown.
 bool parse_dtype(std::string_view text, DType &out);
 // True for values that are a known DType.
 bool dtype_valid(int value);
+// The DType of an ONNX TensorProto element type number (Cast's 'to', EyeLike's 'dtype'); false for types
+// the engine has no DType for.
+bool dtype_from_onnx(int64_t onnx_type, DType &out);
+// The ONNX element type number of a dtype.
+int dtype_onnx_type(DType dtype);
+// The ONNX element types dtype_from_onnx takes, for error messages: "1 (float), 10 (float16), ...".
+const char *onnx_types_supported();
+// The float dtypes computed in float32 (float16 staged through float32); float64 is computed in double by the
+// ops that take it.
 inline bool is_float(DType d) { return d == DType::F32 || d == DType::F16; }
 
 } // namespace onnxstream

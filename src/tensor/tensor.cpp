@@ -37,6 +37,10 @@ int64_t int_at(const Tensor &t, int64_t i) {
     case DType::U8:
     case DType::Bool: return t.data<uint8_t>()[i];
     case DType::I8: return t.data<int8_t>()[i];
+    case DType::I16: return t.data<int16_t>()[i];
+    case DType::U16: return t.data<uint16_t>()[i];
+    case DType::U32: return t.data<uint32_t>()[i];
+    case DType::U64: return static_cast<int64_t>(t.data<uint64_t>()[i]);
     default: fail(ONNXSTREAM_ERR_INVALID_MODEL, "expected an integer tensor, got ", dtype_name(t.dtype()));
     }
 }
@@ -51,6 +55,7 @@ float float_at(const Tensor &t, int64_t i) {
     switch (t.dtype()) {
     case DType::F32: return t.data<float>()[i];
     case DType::F16: return half_to_float(t.data<uint16_t>()[i]);
+    case DType::F64: return static_cast<float>(t.data<double>()[i]);
     default: return static_cast<float>(int_at(t, i));
     }
 }

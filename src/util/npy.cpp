@@ -18,7 +18,8 @@ struct DescrMap {
 const DescrMap kDescrs[] = {
     {"<f4", ONNXSTREAM_DTYPE_FLOAT32}, {"<f2", ONNXSTREAM_DTYPE_FLOAT16}, {"<i8", ONNXSTREAM_DTYPE_INT64},
     {"|u1", ONNXSTREAM_DTYPE_UINT8},   {"|i1", ONNXSTREAM_DTYPE_INT8},    {"<i4", ONNXSTREAM_DTYPE_INT32},
-    {"|b1", ONNXSTREAM_DTYPE_BOOL},
+    {"|b1", ONNXSTREAM_DTYPE_BOOL},    {"<f8", ONNXSTREAM_DTYPE_FLOAT64}, {"<i2", ONNXSTREAM_DTYPE_INT16},
+    {"<u2", ONNXSTREAM_DTYPE_UINT16},  {"<u4", ONNXSTREAM_DTYPE_UINT32},  {"<u8", ONNXSTREAM_DTYPE_UINT64},
 };
 
 [[noreturn]] void bad(const std::string &source, const std::string &what) {

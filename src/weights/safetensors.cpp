@@ -32,10 +32,12 @@ struct DTypeInfo {
 constexpr DTypeInfo kDTypes[] = {
     {"F32", StoredDType::F32, 4}, {"F16", StoredDType::F16, 2}, {"BF16", StoredDType::BF16, 2},
     {"I64", StoredDType::I64, 8}, {"I32", StoredDType::I32, 4}, {"I8", StoredDType::I8, 1},
-    {"U8", StoredDType::U8, 1},   {"BOOL", StoredDType::Bool, 1},
+    {"U8", StoredDType::U8, 1},   {"BOOL", StoredDType::Bool, 1}, {"F64", StoredDType::F64, 8},
+    {"I16", StoredDType::I16, 2}, {"U16", StoredDType::U16, 2},   {"U32", StoredDType::U32, 4},
+    {"U64", StoredDType::U64, 8},
 };
 // Names the format defines that this engine has no use for: UNSUPPORTED rather than INVALID_MODEL.
-constexpr const char *kOtherFormatDTypes[] = {"F64", "I16", "U16", "U32", "U64", "F8_E4M3", "F8_E5M2", "F4",
+constexpr const char *kOtherFormatDTypes[] = {"F8_E4M3", "F8_E5M2", "F4",
                                               "F6_E2M3", "F6_E3M2", "F8_E8M0", "E8M0"};
 
 const DTypeInfo &info_of(StoredDType dtype) {

@@ -21,7 +21,7 @@
 namespace onnxstream {
 
 // The element types a store may hold. BF16 has no engine dtype: readers widen it on load.
-enum class StoredDType { F32, F16, BF16, I64, I32, I8, U8, Bool };
+enum class StoredDType { F32, F16, BF16, I64, I32, I8, U8, Bool, F64, I16, U16, U32, U64 };
 
 // "F32", "BF16", ...: the format's own names.
 const char *stored_dtype_name(StoredDType dtype);

@@ -44,6 +44,11 @@ StoredDType stored_of(DType dtype) {
     case DType::I8: return StoredDType::I8;
     case DType::U8: return StoredDType::U8;
     case DType::Bool: return StoredDType::Bool;
+    case DType::F64: return StoredDType::F64;
+    case DType::I16: return StoredDType::I16;
+    case DType::U16: return StoredDType::U16;
+    case DType::U32: return StoredDType::U32;
+    case DType::U64: return StoredDType::U64;
     }
     return StoredDType::F32;
 }

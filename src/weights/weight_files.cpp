@@ -79,6 +79,11 @@ ResolvedWeight check_stored(const SafetensorsIndex &store, const std::string &na
     case DType::I8: want_dtype = "I8"; break;
     case DType::U8: want_dtype = "U8"; break;
     case DType::Bool: want_dtype = "BOOL"; break;
+    case DType::F64: want_dtype = "F64"; break;
+    case DType::I16: want_dtype = "I16"; break;
+    case DType::U16: want_dtype = "U16"; break;
+    case DType::U32: want_dtype = "U32"; break;
+    case DType::U64: want_dtype = "U64"; break;
     }
     if ((!bf16 && std::strcmp(stored_dtype_name(t.dtype), want_dtype) != 0) || t.shape != want)
         fail(ONNXSTREAM_ERR_INVALID_MODEL, "weight ", spec.file, ": tensor '", name, "' of ", store.path(), " is ",

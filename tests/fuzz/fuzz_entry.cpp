@@ -68,6 +68,11 @@ Tensor synth_constant(const Allocator &alloc, const WeightSpec &spec) {
         case DType::I8: t.data<int8_t>()[i] = static_cast<int8_t>(v); break;
         case DType::U8: t.data<uint8_t>()[i] = static_cast<uint8_t>(v + 2); break;
         case DType::Bool: t.data<uint8_t>()[i] = static_cast<uint8_t>(v > 0); break;
+        case DType::F64: t.data<double>()[i] = v; break;
+        case DType::I16: t.data<int16_t>()[i] = static_cast<int16_t>(v); break;
+        case DType::U16: t.data<uint16_t>()[i] = static_cast<uint16_t>(v + 2); break;
+        case DType::U32: t.data<uint32_t>()[i] = static_cast<uint32_t>(v + 2); break;
+        case DType::U64: t.data<uint64_t>()[i] = static_cast<uint64_t>(v + 2); break;
         }
     }
     return t;

@@ -92,12 +92,17 @@ std::string fmt_g(double v, int digits = 3) {
     return buf;
 }
 
-bool is_float(onnxstream_dtype_t t) { return t == ONNXSTREAM_DTYPE_FLOAT32 || t == ONNXSTREAM_DTYPE_FLOAT16; }
+bool is_float(onnxstream_dtype_t t) {
+    return t == ONNXSTREAM_DTYPE_FLOAT32 || t == ONNXSTREAM_DTYPE_FLOAT16 || t == ONNXSTREAM_DTYPE_FLOAT64;
+}
 
 std::vector<double> to_doubles(onnxstream_dtype_t t, const void *data, size_t n) {
     std::vector<double> out(n);
     if (t == ONNXSTREAM_DTYPE_FLOAT32) {
         const float *p = static_cast<const float *>(data);
+        for (size_t i = 0; i < n; ++i) out[i] = p[i];
+    } else if (t == ONNXSTREAM_DTYPE_FLOAT64) {
+        const double *p = static_cast<const double *>(data);
         for (size_t i = 0; i < n; ++i) out[i] = p[i];
     } else {
         const uint16_t *p = static_cast<const uint16_t *>(data);
@@ -112,6 +117,10 @@ int64_t int_at(onnxstream_dtype_t t, const void *data, size_t i) {
     case ONNXSTREAM_DTYPE_INT64: return static_cast<const int64_t *>(data)[i];
     case ONNXSTREAM_DTYPE_INT32: return static_cast<const int32_t *>(data)[i];
     case ONNXSTREAM_DTYPE_INT8: return static_cast<const int8_t *>(data)[i];
+    case ONNXSTREAM_DTYPE_INT16: return static_cast<const int16_t *>(data)[i];
+    case ONNXSTREAM_DTYPE_UINT16: return static_cast<const uint16_t *>(data)[i];
+    case ONNXSTREAM_DTYPE_UINT32: return static_cast<const uint32_t *>(data)[i];
+    case ONNXSTREAM_DTYPE_UINT64: return static_cast<int64_t>(static_cast<const uint64_t *>(data)[i]); // bits
     default: return static_cast<const uint8_t *>(data)[i]; // uint8, bool
     }
 }
@@ -131,6 +140,7 @@ Tolerance tolerance_for(const CaseInfo &info, onnxstream_dtype_t t) {
     Tolerance tol{0, 0};
     if (t == ONNXSTREAM_DTYPE_FLOAT32) tol = {1e-4, 1e-4};
     if (t == ONNXSTREAM_DTYPE_FLOAT16) tol = {1e-2, 1e-2};
+    if (t == ONNXSTREAM_DTYPE_FLOAT64) tol = {1e-12, 1e-12};
     if (!is_float(t)) return tol; // integers and bool are exact whatever the case says
     if (info.atol) tol.atol = *info.atol;
     if (info.rtol) tol.rtol = *info.rtol;

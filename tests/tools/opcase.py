@@ -22,8 +22,9 @@ import re
 
 import numpy as np
 
-DTYPES = ("float32", "float16", "int64", "uint8", "int8", "int32", "bool")
-INT_DTYPES = ("int64", "uint8", "int8", "int32")
+DTYPES = ("float32", "float16", "int64", "uint8", "int8", "int32", "bool", "float64", "int16", "uint16", "uint32",
+          "uint64")
+INT_DTYPES = ("int64", "uint8", "int8", "int32", "int16", "uint16", "uint32", "uint64")
 _CASE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
 

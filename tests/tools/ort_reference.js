@@ -33,6 +33,11 @@ const DTYPES = [
     {descr: '|i1', ort: 'int8', array: Int8Array},
     {descr: '<i4', ort: 'int32', array: Int32Array},
     {descr: '|b1', ort: 'bool', array: Uint8Array},
+    {descr: '<f8', ort: 'float64', array: Float64Array},
+    {descr: '<i2', ort: 'int16', array: Int16Array},
+    {descr: '<u2', ort: 'uint16', array: Uint16Array},
+    {descr: '<u4', ort: 'uint32', array: Uint32Array},
+    {descr: '<u8', ort: 'uint64', array: BigUint64Array},
 ];
 
 function readNpy(file) {

@@ -134,5 +134,8 @@ for name, eq, shapes in EINSUM:
 add_einsum("einsum_weight", "bid,jd->bij", [rand(2, 7, 8), weight(rand(5, 8))], [(2, 7, 8), (5, 8)])
 add_einsum("einsum_f16", "bij,bjk->bik", [rand(2, 3, 4, dtype="float16"), rand(2, 4, 5, dtype="float16")],
            [(2, 3, 4), (2, 4, 5)])
+add_einsum("einsum_f64", "bij,bjk->bik", [rand(2, 3, 4, dtype="float64"), rand(2, 4, 5, dtype="float64")],
+           [(2, 3, 4), (2, 4, 5)])
+add_einsum("einsum_f64_diag_sum", "ii->", [rand(4, 4, dtype="float64")], [(4, 4)])
 add_einsum("einsum_i64", "bij,bjk->bik", [randint(2, 3, 4, low=-9, high=9), randint(2, 4, 5, low=-9, high=9)],
            [(2, 3, 4), (2, 4, 5)])

@@ -117,3 +117,10 @@ for op in ("ArgMax", "ArgMin"):
     add(f"{low}_u8", op, [randint(6, 7, low=0, high=250, dtype="uint8")], attrs=dict(axis=0), opset=13)
     add(f"{low}_wide", op, [rand(8, 1000)], attrs=dict(axis=0, keepdims=0), opset=13)
     add(f"{low}_long", op, [rand(3, 5000)], attrs=dict(axis=1), opset=13)
+
+# float64 is reduced in double; Max/Min also take bool.
+for op in ["ReduceSum", "ReduceMean"] + OPS:
+    reduce_case(f"{op[6:].lower()}_f64", op, rand(*X, low=0.1, high=2.0, dtype="float64"), X, (1, 3), 1)
+for op in ("ReduceMax", "ReduceMin"):  # bool since opset 20
+    add(f"{op[6:].lower()}_bool", op, [rand(3, 4, 5, dtype="bool"), weight(const([1], "int64"))],
+        attrs=dict(keepdims=0), opset=20, out_shapes=[(3, 5)])

@@ -17,8 +17,9 @@ def add(*args, **kw):
 
 # --- MaxPool ---------------------------------------------------------------------------------------------------
 def maxpool(name, shape, dtype="float32", **kw):
-    opts = {k: kw.pop(k) for k in ("opset", "out_shapes") if k in kw}
-    add(name, "MaxPool", [rand(*shape, dtype=dtype)], attrs=kw, **opts)
+    opts = {k: kw.pop(k) for k in ("opset", "out_shapes", "outputs") if k in kw}
+    x = rand(*shape, dtype=dtype, low=-100, high=100) if dtype in ("int8", "uint8") else rand(*shape, dtype=dtype)
+    add(name, "MaxPool", [x], attrs=kw, **opts)
 
 
 maxpool("maxpool_k2s2", (1, 3, 8, 8), kernel_shape=[2, 2], strides=[2, 2])
@@ -42,6 +43,15 @@ maxpool("maxpool_1d", (2, 3, 20), kernel_shape=[3], strides=[2], pads=[1, 1])
 maxpool("maxpool_1d_ceil_dilated", (1, 3, 17), kernel_shape=[2], strides=[2], dilations=[2], ceil_mode=1)
 maxpool("maxpool_3d", (1, 2, 6, 7, 8), kernel_shape=[2, 3, 2], strides=[2, 1, 2], pads=[0, 1, 1, 1, 1, 0])
 maxpool("maxpool_f16", (1, 4, 10, 10), dtype="float16", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+# The window-by-window path: 8-bit integers and the Indices output (flat NCHW index of each maximum).
+maxpool("maxpool_i8", (1, 3, 9, 10), dtype="int8", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], opset=12)
+maxpool("maxpool_u8_ceil", (2, 2, 7, 7), dtype="uint8", kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1, opset=12)
+maxpool("maxpool_indices", (2, 3, 8, 9), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], outputs=2)
+maxpool("maxpool_indices_col_major", (1, 2, 6, 7), kernel_shape=[2, 3], strides=[2, 2], storage_order=1, outputs=2)
+maxpool("maxpool_indices_dilated", (1, 2, 9, 9), kernel_shape=[2, 2], dilations=[2, 2], outputs=2, opset=12)
+maxpool("maxpool_indices_1d", (2, 2, 11), kernel_shape=[3], strides=[2], outputs=2)
+maxpool("maxpool_indices_3d", (1, 2, 4, 5, 6), kernel_shape=[2, 2, 2], strides=[2, 2, 2], outputs=2)
+maxpool("maxpool_indices_f16", (1, 2, 6, 6), dtype="float16", kernel_shape=[2, 2], strides=[2, 2], outputs=2)
 maxpool("maxpool_opset8", (1, 3, 8, 8), kernel_shape=[2, 2], strides=[2, 2], opset=8)
 maxpool("maxpool_opset11", (1, 3, 8, 9), kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1, opset=11)
 
