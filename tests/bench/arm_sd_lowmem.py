@@ -26,11 +26,14 @@ tests/sd/sd_cli_test.py checks it). The decode phase keeps its decoded tiles in 
 --tile-cache`): a decode phase stopped part way resumes at its first missing tile when run again, and the
 board's decode figures are then those of all its runs (wall times added, the worse peaks). A running phase
 writes its figures so far to WORK/<board>-<phase>.partial.json every minute, so a run that is killed still
-counts.
+counts. With --latents-from x86 the decode phase decodes the x86 run's latents (WORK/x86.latents) instead of
+the board's, so it can run before, or without, the board's generate phase; its PNG is then compared with the
+x86 PNG made from the same latents.
 
 usage: tests/bench/arm_sd_lowmem.py --build build [--arm build-arm64:aarch64,build-armhf:armhf] [--work DIR]
        [--onnx GEN_DIR] [--limit-mb 512] [--steps 1] [--threads 0] [--reuse-x86] [--phase all|generate|decode]
-  --reuse-x86  take the x86 reference (PNG, log) from an earlier run in --work instead of running it again
+       [--latents-from board|x86]
+  --reuse-x86  take the x86 reference (PNG, log, latents) from an earlier run in --work instead of running it again
 """
 import argparse
 import json
@@ -196,6 +199,9 @@ def main():
     ap.add_argument("--size", choices=["full", "small"], default="full", help="small: a quick check of this script")
     ap.add_argument("--phase", choices=["all", "generate", "decode"], default="all")
     ap.add_argument("--sample-s", type=float, default=1.0, help="period of the guest RSS sampling")
+    ap.add_argument("--latents-from", choices=["board", "x86"], default="board",
+                    help="the decode phase's latents: the board's own generate phase, or the x86 run's (so a "
+                         "board's decode can run without its generate phase)")
     ap.add_argument("--reuse-x86", action="store_true",
                     help="reuse x86.png and logs/x86.log of an earlier run with the same models and options")
     args = ap.parse_args()
@@ -211,8 +217,9 @@ def main():
     results = {"steps": args.steps, "limit_mb": args.limit_mb, "size": args.size}
 
     ref_png = os.path.join(work, "x86.png")
+    x86_latents = os.path.join(work, "x86.latents")
     x86_log = os.path.join(logs, "x86.log")
-    if args.reuse_x86 and os.path.exists(ref_png) and os.path.exists(x86_log):
+    if args.reuse_x86 and all(os.path.exists(p) for p in (ref_png, x86_log, x86_latents)):
         log(f"x86 reference image: reusing {ref_png}")
         err = open(x86_log).read()
         rss = peak_rss_mb(err)
@@ -222,7 +229,7 @@ def main():
     else:
         log("x86 reference image")
         err, wall, rss, rc = time_v([os.path.join(args.build, "examples", "sd", "sd")] + sd_args +
-                                    ["--output", ref_png], x86_log)
+                                    ["--output", ref_png, "--save-latents", x86_latents], x86_log)
     results["x86"] = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss)
     if rc != 0:
         sys.exit(f"arm_sd_lowmem.py: the x86 run failed; see {logs}/x86.log")
@@ -242,9 +249,10 @@ def main():
 
         png = os.path.join(work, f"{arch}.png")
         latents = os.path.join(work, f"{arch}.latents")
+        decode_latents = x86_latents if args.latents_from == "x86" else latents
         phases = {"all": sd_args + ["--output", png],
                   "generate": sd_args + ["--save-latents", latents, "--latents-only"],
-                  "decode": sd_args + ["--decode-latents", latents, "--output", png,
+                  "decode": sd_args + ["--decode-latents", decode_latents, "--output", png,
                                        "--tile-cache", os.path.join(work, f"{arch}-tiles")]}
         log(f"{arch} (qemu -cpu {a['cpu']}): sd --rpi-lowmem ({args.phase}) inside a {args.limit_mb} MB memory cgroup")
         cg = MemoryCgroup(args.limit_mb * 2**20)
@@ -257,6 +265,8 @@ def main():
                                             os.path.join(logs, f"{arch}-{args.phase}.log"), cg.prefix())
             r = dict(parse_sd(err), exit_code=rc, wall_seconds=round(wall, 1), peak_rss_mb=rss,
                      qemu_empty_rss_mb=qemu_rss, cgroup=cg.report(), cpu=a["cpu"], **sampler.report())
+            if args.phase == "decode":
+                r["latents_from"] = args.latents_from
         finally:
             cg.remove()
         m = re.search(r"vae tiles: (\d+) of (\d+) read from the tile cache", open(os.path.join(
