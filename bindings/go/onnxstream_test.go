@@ -3,6 +3,7 @@ package onnxstream
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,10 +14,10 @@ import (
 )
 
 func TestVersion(t *testing.T) {
-	if major, minor, patch := Version(); major != 0 || minor != 12 || patch != 0 {
+	if major, minor, patch := Version(); major != 0 || minor != 13 || patch != 0 {
 		t.Fatalf("Version() = %d.%d.%d", major, minor, patch)
 	}
-	if VersionString() != "0.12.0" {
+	if VersionString() != "0.13.0" {
 		t.Fatalf("VersionString() = %q", VersionString())
 	}
 }
@@ -587,5 +588,58 @@ func TestPackWeightsErrors(t *testing.T) {
 	// A path with a NUL byte never reaches the library.
 	if err := PackWeights("a\x00b", true); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "NUL") {
 		t.Errorf("NUL in path: %v", err)
+	}
+}
+
+func TestFloat64AndUint64KeepTheirTypes(t *testing.T) {
+	m, err := NewModel(Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.LoadString("t:Add*input:x(2);y(2)*output:t(2)\nm:Max*input:a(2);b(2)*output:m(2)\n", ""); err != nil {
+		t.Fatal(err)
+	}
+	f64 := func(v ...float64) []byte {
+		b := make([]byte, 8*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
+		}
+		return b
+	}
+	u64 := func(v ...uint64) []byte {
+		b := make([]byte, 8*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint64(b[8*i:], x)
+		}
+		return b
+	}
+	// 2^40 + 0.5 needs float64's mantissa; 2^63 + 1 is beyond int64.
+	for _, in := range []struct {
+		name  string
+		dtype DType
+		data  []byte
+	}{
+		{"x", Float64, f64(1099511627776.5, -3)}, {"y", Float64, f64(1, 0.25)},
+		{"a", Uint64, u64(1<<63+1, 7)}, {"b", Uint64, u64(5, math.MaxUint64)},
+	} {
+		if err := m.PushBytes(in.name, in.dtype, []int64{2}, in.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]struct {
+		dtype DType
+		data  []byte
+	}{"t": {Float64, f64(1099511627777.5, -2.75)}, "m": {Uint64, u64(1<<63+1, math.MaxUint64)}} {
+		out, err := m.OutputByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.DType != want.dtype || string(out.Data) != string(want.data) {
+			t.Errorf("%s: %v %x, want %v %x", name, out.DType, out.Data, want.dtype, want.data)
+		}
 	}
 }

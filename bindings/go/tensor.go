@@ -22,7 +22,12 @@ const (
 	Uint8   DType = C.ONNXSTREAM_DTYPE_UINT8
 	Int8    DType = C.ONNXSTREAM_DTYPE_INT8
 	Int32   DType = C.ONNXSTREAM_DTYPE_INT32
-	Bool    DType = C.ONNXSTREAM_DTYPE_BOOL // one byte per element, 0 or 1
+	Bool    DType = C.ONNXSTREAM_DTYPE_BOOL    // one byte per element, 0 or 1
+	Float64 DType = C.ONNXSTREAM_DTYPE_FLOAT64 // since 0.13
+	Int16   DType = C.ONNXSTREAM_DTYPE_INT16   // since 0.13
+	Uint16  DType = C.ONNXSTREAM_DTYPE_UINT16  // since 0.13
+	Uint32  DType = C.ONNXSTREAM_DTYPE_UINT32  // since 0.13
+	Uint64  DType = C.ONNXSTREAM_DTYPE_UINT64  // since 0.13
 )
 
 // String returns the name used in model.txt ("float32"), or "unknown".

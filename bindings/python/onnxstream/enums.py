@@ -33,6 +33,11 @@ class DType(AppendOnlyEnum):
     INT8 = 5
     INT32 = 6
     BOOL = 7  #: one byte per element, 0 or 1
+    FLOAT64 = 8  #: since 0.13
+    INT16 = 9  #: since 0.13
+    UINT16 = 10  #: since 0.13
+    UINT32 = 11  #: since 0.13
+    UINT64 = 12  #: since 0.13
 
 
 class Provider(enum.IntEnum):

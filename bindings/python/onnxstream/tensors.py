@@ -28,6 +28,11 @@ _TO_NUMPY = {
     DType.INT8: np.dtype(np.int8),
     DType.INT32: np.dtype(np.int32),
     DType.BOOL: np.dtype(np.bool_),
+    DType.FLOAT64: np.dtype(np.float64),
+    DType.INT16: np.dtype(np.int16),
+    DType.UINT16: np.dtype(np.uint16),
+    DType.UINT32: np.dtype(np.uint32),
+    DType.UINT64: np.dtype(np.uint64),
 }
 _FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items()}
 

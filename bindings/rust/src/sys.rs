@@ -10,7 +10,7 @@ pub type onnxstream_dtype_t = c_int;
 pub type onnxstream_log_level_t = c_int;
 pub type onnxstream_profile_format_t = c_int;
 
-pub const ONNXSTREAM_VERSION: u32 = 1200;
+pub const ONNXSTREAM_VERSION: u32 = 1300;
 
 pub const ONNXSTREAM_OK: onnxstream_status_t = 0;
 pub const ONNXSTREAM_ERR_INVALID_ARGUMENT: onnxstream_status_t = 1;
@@ -30,6 +30,11 @@ pub const ONNXSTREAM_DTYPE_UINT8: onnxstream_dtype_t = 4;
 pub const ONNXSTREAM_DTYPE_INT8: onnxstream_dtype_t = 5;
 pub const ONNXSTREAM_DTYPE_INT32: onnxstream_dtype_t = 6;
 pub const ONNXSTREAM_DTYPE_BOOL: onnxstream_dtype_t = 7;
+pub const ONNXSTREAM_DTYPE_FLOAT64: onnxstream_dtype_t = 8;
+pub const ONNXSTREAM_DTYPE_INT16: onnxstream_dtype_t = 9;
+pub const ONNXSTREAM_DTYPE_UINT16: onnxstream_dtype_t = 10;
+pub const ONNXSTREAM_DTYPE_UINT32: onnxstream_dtype_t = 11;
+pub const ONNXSTREAM_DTYPE_UINT64: onnxstream_dtype_t = 12;
 
 pub const ONNXSTREAM_PROVIDER_AUTO: i32 = -1;
 pub const ONNXSTREAM_PROVIDER_NOCACHE: i32 = 0;
@@ -458,6 +463,11 @@ mod layout_tests {
             ONNXSTREAM_DTYPE_INT8,
             ONNXSTREAM_DTYPE_INT32,
             ONNXSTREAM_DTYPE_BOOL,
+            ONNXSTREAM_DTYPE_FLOAT64,
+            ONNXSTREAM_DTYPE_INT16,
+            ONNXSTREAM_DTYPE_UINT16,
+            ONNXSTREAM_DTYPE_UINT32,
+            ONNXSTREAM_DTYPE_UINT64,
             ONNXSTREAM_PROVIDER_AUTO,
             ONNXSTREAM_MEMORY_BALANCED,
             ONNXSTREAM_MEMORY_MIN,

@@ -20,6 +20,16 @@ pub enum DType {
     Int32,
     /// One byte per element, 0 or 1.
     Bool,
+    /// Since 0.13.
+    Float64,
+    /// Since 0.13.
+    Int16,
+    /// Since 0.13.
+    UInt16,
+    /// Since 0.13.
+    UInt32,
+    /// Since 0.13.
+    UInt64,
     /// A value this version of the crate does not know.
     Unknown(i32),
 }
@@ -34,6 +44,11 @@ impl DType {
             sys::ONNXSTREAM_DTYPE_INT8 => DType::Int8,
             sys::ONNXSTREAM_DTYPE_INT32 => DType::Int32,
             sys::ONNXSTREAM_DTYPE_BOOL => DType::Bool,
+            sys::ONNXSTREAM_DTYPE_FLOAT64 => DType::Float64,
+            sys::ONNXSTREAM_DTYPE_INT16 => DType::Int16,
+            sys::ONNXSTREAM_DTYPE_UINT16 => DType::UInt16,
+            sys::ONNXSTREAM_DTYPE_UINT32 => DType::UInt32,
+            sys::ONNXSTREAM_DTYPE_UINT64 => DType::UInt64,
             other => DType::Unknown(other),
         }
     }
@@ -47,6 +62,11 @@ impl DType {
             DType::Int8 => sys::ONNXSTREAM_DTYPE_INT8,
             DType::Int32 => sys::ONNXSTREAM_DTYPE_INT32,
             DType::Bool => sys::ONNXSTREAM_DTYPE_BOOL,
+            DType::Float64 => sys::ONNXSTREAM_DTYPE_FLOAT64,
+            DType::Int16 => sys::ONNXSTREAM_DTYPE_INT16,
+            DType::UInt16 => sys::ONNXSTREAM_DTYPE_UINT16,
+            DType::UInt32 => sys::ONNXSTREAM_DTYPE_UINT32,
+            DType::UInt64 => sys::ONNXSTREAM_DTYPE_UINT64,
             DType::Unknown(code) => code,
         }
     }
@@ -75,7 +95,8 @@ mod sealed {
 }
 
 /// A Rust type whose slices can be pushed as, or viewed from, tensor data of one dtype.
-/// Implemented for `f32`, `i64`, `i32`, `u8` and `i8` (float16 and bool go through
+/// Implemented for `f32`, `f64`, `i64`, `i32`, `i16`, `i8`, `u64`, `u32`, `u16` and `u8` (float16 and bool go
+/// through
 /// [`Model::push_bytes`](crate::Model::push_bytes) and [`TensorView::bytes`]).
 pub trait Element: sealed::Sealed + Copy + 'static {
     const DTYPE: DType;
@@ -94,6 +115,11 @@ element!(i64, DType::Int64);
 element!(i32, DType::Int32);
 element!(u8, DType::UInt8);
 element!(i8, DType::Int8);
+element!(f64, DType::Float64);
+element!(i16, DType::Int16);
+element!(u16, DType::UInt16);
+element!(u32, DType::UInt32);
+element!(u64, DType::UInt64);
 
 /// Reinterprets a slice of plain numbers as bytes.
 pub(crate) fn as_bytes<T: Element>(data: &[T]) -> &[u8] {
@@ -265,12 +291,19 @@ mod tests {
             DType::Int8,
             DType::Int32,
             DType::Bool,
+            DType::Float64,
+            DType::Int16,
+            DType::UInt16,
+            DType::UInt32,
+            DType::UInt64,
         ] {
             assert_eq!(DType::from_code(d.code()), d);
             assert_ne!(d.name(), "unknown");
         }
         assert_eq!(DType::Float32.size(), 4);
         assert_eq!(DType::Float16.name(), "float16");
+        assert_eq!(DType::Float64.size(), 8);
+        assert_eq!(DType::UInt16.name(), "uint16");
         assert_eq!(DType::from_code(99), DType::Unknown(99));
         assert_eq!(DType::Unknown(99).size(), 0);
     }

@@ -26,8 +26,8 @@ fn y(model: &Model) -> Vec<f32> {
 
 #[test]
 fn version_matches() {
-    assert_eq!(onnxstream::version(), (0, 12, 0));
-    assert_eq!(onnxstream::version_string(), "0.12.0");
+    assert_eq!(onnxstream::version(), (0, 13, 0));
+    assert_eq!(onnxstream::version_string(), "0.13.0");
 }
 
 #[test]
@@ -500,4 +500,24 @@ fn pack_weights_errors() {
     let e = onnxstream::pack_weights("a\0b", true).unwrap_err();
     assert_eq!(e.status(), Status::InvalidArgument);
     assert!(e.message().contains("NUL"), "{}", e.message());
+}
+
+#[test]
+fn float64_and_wide_integer_tensors_keep_their_types() {
+    let mut model = Model::new(&ModelOptions::new().threads(1)).unwrap();
+    model
+        .load_str("t:Add*input:x(2);y(2)*output:t(2)\nm:Max*input:a(2);b(2)*output:m(2)\n", None)
+        .unwrap();
+    // 2^40 + 0.5 needs float64's mantissa; 2^63 + 1 is beyond i64.
+    model.push("x", &[2], &[1_099_511_627_776.5f64, -3.0]).unwrap();
+    model.push("y", &[2], &[1.0f64, 0.25]).unwrap();
+    model.push("a", &[2], &[(1u64 << 63) + 1, 7]).unwrap();
+    model.push("b", &[2], &[5u64, u64::MAX]).unwrap();
+    model.run().unwrap();
+    let t = model.output_by_name("t").unwrap();
+    assert_eq!(t.dtype(), DType::Float64);
+    assert_eq!(t.data::<f64>().unwrap(), &[1_099_511_627_777.5, -2.75]);
+    let m = model.output_by_name("m").unwrap();
+    assert_eq!(m.dtype(), DType::UInt64);
+    assert_eq!(m.data::<u64>().unwrap(), &[(1u64 << 63) + 1, u64::MAX]);
 }
