@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <set>
 #include <unordered_set>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -406,6 +407,47 @@ int simplify(IrGraph &g, ConstantEvaluator &evaluator, const FoldLimits &limits,
     return kMaxRounds;
 }
 
+// The graph inputs a value is computed from (in graph input order), found by walking its producers.
+std::vector<std::string> graph_inputs_feeding(const IrGraph &g, const std::string &value) {
+    GraphIndex index(g);
+    std::set<std::string> seen, found;
+    std::vector<std::string> todo{value};
+    while (!todo.empty()) {
+        const std::string v = todo.back();
+        todo.pop_back();
+        if (v.empty() || !seen.insert(v).second || g.is_constant(v)) continue;
+        auto p = index.producer.find(v);
+        if (p == index.producer.end()) {
+            found.insert(v);
+            continue;
+        }
+        const Node &n = g.nodes[static_cast<size_t>(p->second)];
+        todo.insert(todo.end(), n.inputs.begin(), n.inputs.end());
+    }
+    std::vector<std::string> ordered;
+    for (const std::string &in : g.inputs)
+        if (found.count(in)) ordered.push_back(in);
+    return ordered;
+}
+
+// "; a Loop converts when ...", naming the graph inputs a remaining Loop's trip count comes from, which
+// --input-value can fix.
+std::string loop_hint(const IrGraph &g) {
+    std::vector<std::string> inputs;
+    for (const Node &n : g.nodes)
+        if (n.default_domain() && n.op_type == "Loop" && !n.inputs.empty())
+            for (const std::string &in : graph_inputs_feeding(g, n.inputs[0]))
+                if (std::find(inputs.begin(), inputs.end(), in) == inputs.end()) inputs.push_back(in);
+    std::string hint = "; a Loop converts when its trip count is known at conversion (at most 1024) and its "
+                       "condition stays true";
+    if (inputs.empty()) return hint;
+    std::string list;
+    for (size_t i = 0; i < inputs.size(); ++i)
+        list += cat(i == 0 ? "" : i + 1 == inputs.size() ? " and " : ", ", "'", inputs[i], "'");
+    return cat(hint, ": its trip count comes from the values of ", list,
+               ", which are computed at run time; fix them with --input-value");
+}
+
 void check_supported(const IrGraph &g) {
     const Registry &registry = Registry::builtin();
     std::map<std::string, std::pair<size_t, std::string>> missing; // type -> (count, first node)
@@ -418,14 +460,12 @@ void check_supported(const IrGraph &g) {
     std::string list;
     for (const auto &kv : missing)
         list += cat(list.empty() ? "" : "; ", kv.first, " x", kv.second.first, " (first: '", kv.second.second, "')");
-    const char *loop_hint = missing.count("Loop") ? "; a Loop converts when its trip count is known at conversion "
-                                                    "(at most 1024) and its condition stays true"
-                                                  : "";
+    const std::string loop = missing.count("Loop") ? loop_hint(g) : "";
     const char *scan_hint = missing.count("Scan") ? "; a Scan converts when its scan inputs have static shapes "
                                                     "(at most 1024 steps)"
                                                   : "";
     fail(ONNXSTREAM_ERR_UNSUPPORTED, g.source, ": ", missing.size(), " operator type", missing.size() == 1 ? "" : "s",
-         " cannot run in onnxstream: ", list, loop_hint, scan_hint);
+         " cannot run in onnxstream: ", list, loop, scan_hint);
 }
 
 ConvertReport convert_onnx(const std::string &onnx_path, const std::string &out_dir, const ConvertOptions &options) {

@@ -6,8 +6,9 @@
 // drops num_outputs, defaulted new attributes go), and the model is then read as opset 17 on every Debian
 // version. Operators new in those opsets (Gelu, GroupNormalization, Mish, ...) stay as they are: ONNX's
 // opset 17 has no schema for them, so validation and inference leave them to the engine's own checks.
-// A form with no opset-17 equivalent (Resize or Pad along chosen axes, Scatter max/min) is refused, naming
-// the node and the attribute. Resize's antialias has none either, but the engine implements it: the
+// A form with no opset-17 equivalent (Resize or Pad along chosen axes) is refused, naming the node and the
+// attribute. ScatterND's and ScatterElements' reductions max and min (opset 18) keep opset 16's attribute,
+// which the engine reads. Resize's antialias has none either, but the engine implements it: the
 // attribute stays, and validation lets it through (validate.cpp).
 #include "onnx/opset_downgrade.h"
 
@@ -168,9 +169,6 @@ private:
             if (find(n, "axes")) refuse(what, "resizing chosen axes");
             if (onnx::AttributeProto *a = find(n, "coordinate_transformation_mode"); a && a->s() == "half_pixel_symmetric")
                 refuse(what, "coordinate_transformation_mode 'half_pixel_symmetric'");
-        } else if (op == "ScatterElements" || op == "ScatterND") {
-            if (onnx::AttributeProto *a = find(n, "reduction"); a && (a->s() == "max" || a->s() == "min"))
-                refuse(what, cat("reduction '", a->s(), "'"));
         } else if (op == "AveragePool" || op == "LpPool") {
             if (onnx::AttributeProto *a = find(n, "dilations")) {
                 if (std::any_of(a->ints().begin(), a->ints().end(), [](int64_t d) { return d != 1; }))

@@ -7,6 +7,7 @@
 #include <map>
 #include <type_traits>
 
+#include "ops/elementwise_int.h"
 #include "ops/registry.h"
 #include "ops/shape_common.h"
 #include "tensor/half.h"
@@ -398,14 +399,12 @@ void scatter_nd_run(RunContext &ctx) {
             parallel_memcpy(ctx.pool(), d, s, slice * esz);
             continue;
         }
-        switch (data.dtype()) {
-        case DType::F32: reduce_slice<float>(d, s, slice, red); break;
-        case DType::F16: reduce_slice_half(d, s, slice, red); break;
-        case DType::I64: reduce_slice<int64_t>(d, s, slice, red); break;
-        case DType::I32: reduce_slice<int32_t>(d, s, slice, red); break;
-        case DType::I8: reduce_slice<int8_t>(d, s, slice, red); break;
-        default: reduce_slice<uint8_t>(d, s, slice, red); break;
-        }
+        if (data.dtype() == DType::F32)
+            reduce_slice<float>(d, s, slice, red);
+        else if (data.dtype() == DType::F16)
+            reduce_slice_half(d, s, slice, red);
+        else
+            dispatch_exact(data.dtype(), [&](auto tag) { reduce_slice<decltype(tag)>(d, s, slice, red); });
     }
 }
 
@@ -477,19 +476,15 @@ void scatter_elements_run(RunContext &ctx) {
         scatter_elements_typed(out.data<T>(), updates.data<T>(), targets, red,
                                [red](T a, T b) { return reduce_one(a, b, red); });
     };
-    switch (data.dtype()) {
-    case DType::F32: typed(float{}); break;
-    case DType::F16:
+    if (data.dtype() == DType::F32)
+        typed(float{});
+    else if (data.dtype() == DType::F16)
         scatter_elements_typed(out.data<uint16_t>(), updates.data<uint16_t>(), targets, red,
                                [red](uint16_t a, uint16_t b) {
                                    return float_to_half(reduce_one(half_to_float(a), half_to_float(b), red));
                                });
-        break;
-    case DType::I64: typed(int64_t{}); break;
-    case DType::I32: typed(int32_t{}); break;
-    case DType::I8: typed(int8_t{}); break;
-    default: typed(uint8_t{}); break; // uint8 and bool (no reductions)
-    }
+    else
+        dispatch_exact(data.dtype(), typed); // bool as uint8 (no reductions)
 }
 
 // ---- Compress ----

@@ -124,18 +124,20 @@ inline float clamp_exp_arg(float v) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// BatchNormalization (inference): y = (x - mean) / sqrt(var + eps) * scale + bias, per channel (axis 1).
+// BatchNormalization: y = (x - mean) / sqrt(var + eps) * scale + bias, per channel (axis 1). In training mode
+// (opset 14+) mean and var are the batch's own (population variance over N and the spatial axes), and the
+// optional outputs 1 and 2 are the running statistics input * momentum + batch * (1 - momentum).
 
 std::vector<TensorInfo> infer_batchnorm(const InferContext &ctx) {
     ctx.require_inputs(5, 5);
     ctx.require_dtype(0, {DType::F32, DType::F16});
     const TensorInfo &x = ctx.input(0);
-    if (ctx.attrs().get_int("training_mode", 0) != 0)
-        fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where,
-             ": training_mode=1 is not supported (inference only)");
-    if (ctx.output_count() > 1)
-        fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": only the Y output is supported (inference), got ",
-             ctx.output_count(), " outputs");
+    const int64_t training = ctx.attrs().get_int("training_mode", 0);
+    if (training != 0 && training != 1) ctx.error("training_mode is ", training, ", expected 0 or 1");
+    if (ctx.output_count() > (training ? 3u : 1u))
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": ", ctx.output_count(), " outputs; ",
+             training ? "training mode has Y, running_mean and running_var (opset 14+)"
+                      : "inference has only Y");
     if (x.shape.size() < 2) ctx.error("X must have rank >= 2 (N, C, ...), got ", shape_str(x.shape));
     int64_t c = x.shape[1];
     const char *names[] = {"", "scale", "B", "input_mean", "input_var"};
@@ -144,7 +146,32 @@ std::vector<TensorInfo> infer_batchnorm(const InferContext &ctx) {
         if (ctx.input(i).shape != Shape{c})
             ctx.error(names[i], " has shape ", shape_str(ctx.input(i).shape), ", expected (", c, ")");
     }
-    return {TensorInfo{x.dtype, x.shape, {}}};
+    std::vector<TensorInfo> out{TensorInfo{x.dtype, x.shape, {}}};
+    for (size_t k = 1; k < ctx.output_count(); ++k) out.push_back(TensorInfo{ctx.input(2 + k).dtype, {c}, {}});
+    return out;
+}
+
+// Training mode's batch statistics: per channel, the mean and population variance over N and the plane.
+void batch_statistics(const RunContext &ctx, const float *x, int64_t n, int64_t c, int64_t plane,
+                      std::vector<double> &mean, std::vector<double> &var) {
+    mean.assign(static_cast<size_t>(c), 0.0);
+    var.assign(static_cast<size_t>(c), 0.0);
+    parallel_for(ctx.pool(), static_cast<size_t>(c), 1, [&](size_t begin, size_t end) {
+        for (size_t ch = begin; ch < end; ++ch) {
+            double s = 0, s2 = 0;
+            for (int64_t i = 0; i < n; ++i) {
+                const float *p = x + (i * c + static_cast<int64_t>(ch)) * plane;
+                for (int64_t j = 0; j < plane; ++j) s += p[j];
+            }
+            const double count = static_cast<double>(n * plane), m = count > 0 ? s / count : 0.0;
+            for (int64_t i = 0; i < n; ++i) {
+                const float *p = x + (i * c + static_cast<int64_t>(ch)) * plane;
+                for (int64_t j = 0; j < plane; ++j) s2 += (p[j] - m) * (p[j] - m);
+            }
+            mean[ch] = m;
+            var[ch] = count > 0 ? s2 / count : 0.0;
+        }
+    });
 }
 
 void run_batchnorm(RunContext &ctx) {
@@ -154,6 +181,23 @@ void run_batchnorm(RunContext &ctx) {
     std::vector<float> scale = float_values(ctx.input(1)), bias = float_values(ctx.input(2)),
                        mean = float_values(ctx.input(3)), var = float_values(ctx.input(4));
     int64_t n = x.dim(0), c = x.dim(1), plane = prod(x.shape(), 2, x.rank());
+    if (ctx.attrs().get_int("training_mode", 0) != 0) {
+        std::vector<double> bmean, bvar;
+        batch_statistics(ctx, x.data<float>(), n, c, plane, bmean, bvar);
+        const double momentum = ctx.attrs().get_float("momentum", 0.9f);
+        for (size_t k = 1; k < ctx.output_count(); ++k) {
+            Tensor running = f32_target(ctx, k);
+            const std::vector<float> &input = k == 1 ? mean : var;
+            const std::vector<double> &batch = k == 1 ? bmean : bvar;
+            for (size_t i = 0; i < input.size(); ++i)
+                running.data<float>()[i] = static_cast<float>(input[i] * momentum + batch[i] * (1.0 - momentum));
+            finish_f32(ctx, k, running);
+        }
+        for (size_t i = 0; i < mean.size(); ++i) {
+            mean[i] = static_cast<float>(bmean[i]);
+            var[i] = static_cast<float>(bvar[i]);
+        }
+    }
     std::vector<float> a(static_cast<size_t>(c)), b(static_cast<size_t>(c));
     for (size_t i = 0; i < a.size(); ++i) {
         a[i] = static_cast<float>(scale[i] / std::sqrt(static_cast<double>(var[i]) + eps));

@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 
+#include "ops/elementwise_int.h"
 #include "ops/registry.h"
 #include "ops/shape_common.h"
 #include "tensor/half.h"
@@ -345,10 +346,11 @@ UniqueResult unique_of(const Tensor &x, const UniqueLayout &u, bool sorted, cons
         half_to_float_n(x.data<uint16_t>(), xf.data<float>(), static_cast<size_t>(x.numel()));
         return unique_of(xf.data<float>(), u, sorted);
     }
-    case DType::I64: return unique_of(x.data<int64_t>(), u, sorted);
-    case DType::I32: return unique_of(x.data<int32_t>(), u, sorted);
-    case DType::I8: return unique_of(x.data<int8_t>(), u, sorted);
-    default: return unique_of(x.data<uint8_t>(), u, sorted); // uint8, bool
+    default: {
+        UniqueResult r;
+        dispatch_exact(x.dtype(), [&](auto tag) { r = unique_of(x.data<decltype(tag)>(), u, sorted); });
+        return r; // bool as uint8
+    }
     }
 }
 

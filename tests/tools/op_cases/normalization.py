@@ -21,6 +21,8 @@ for shape in ((2, 3), (2, 3, 7), (2, 3, 5, 6), (1, 4, 2, 3, 5)):
 add("batchnorm_eps", "BatchNormalization", bn_inputs((2, 8, 4, 4)), attrs=dict(epsilon=1e-2), opset=9)
 add("batchnorm_opset14", "BatchNormalization", bn_inputs((2, 8, 4, 4)), attrs=dict(training_mode=0), opset=14)
 add("batchnorm_large", "BatchNormalization", bn_inputs((1, 32, 40, 40)), opset=15)
+add("batchnorm_training", "BatchNormalization", bn_inputs((3, 4, 5, 6)), attrs=dict(training_mode=1, momentum=0.8),
+    opset=15, outputs=3)
 add("batchnorm_f16", "BatchNormalization", bn_inputs((2, 3, 5, 6), "float16"), opset=15)
 
 # InstanceNormalization.

@@ -93,7 +93,8 @@ def widened(narrow, wide):
     def reference(helper, node):
         from onnx import TensorProto
         types = {"float32": TensorProto.FLOAT, "int64": TensorProto.INT64, "float16": TensorProto.FLOAT16,
-                 "int32": TensorProto.INT32, "uint8": TensorProto.UINT8, "bool": TensorProto.BOOL}
+                 "int32": TensorProto.INT32, "uint8": TensorProto.UINT8, "bool": TensorProto.BOOL,
+                 "float64": TensorProto.DOUBLE, "uint16": TensorProto.UINT16, "uint64": TensorProto.UINT64}
         x, y = node.input[0], node.output[0]
         op = helper.make_node("Unique", [x + "_wide"], [y + "_wide"] + list(node.output[1:]))
         op.attribute.extend(node.attribute)
@@ -134,4 +135,7 @@ unique("unique_u8", _u.integers(0, 255, size=(40,)), dtype="uint8", reference=wi
 unique("unique_f16", _u.integers(-8, 8, size=(4, 6)) / 4, dtype="float16", reference=widened("float16", "float32"))
 unique("unique_f16_axis", (_u.integers(0, 2, size=(3, 6)) / 2), axis=1, dtype="float16",
        reference=widened("float16", "float32"))
+unique("unique_f64", _u.integers(-8, 8, size=(4, 6)) / 4, dtype="float64", reference=widened("float64", "float32"))
+unique("unique_u16_axis", np.array([[1, 2], [1, 2], [0, 9], [1, 2]]), axis=0, dtype="uint16",
+       reference=widened("uint16", "int64"))
 unique("unique_bool", _u.integers(0, 2, size=(3, 4)).astype(bool), reference=widened("bool", "int64"))

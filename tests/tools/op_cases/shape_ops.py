@@ -22,7 +22,8 @@ def i64(values):
 
 
 # One sample of every element size / dtype class.
-DTYPES = {"f16": "float16", "i64": "int64", "u8": "uint8", "i8": "int8", "i32": "int32", "bool": "bool"}
+DTYPES = {"f16": "float16", "i64": "int64", "u8": "uint8", "i8": "int8", "i32": "int32", "bool": "bool",
+          "f64": "float64", "i16": "int16", "u16": "uint16", "u32": "uint32", "u64": "uint64"}
 
 # --- Reshape --------------------------------------------------------------------------------------------------
 add("reshape_basic", "Reshape", [rand(2, 3, 4), i64([4, 6])])
@@ -208,6 +209,11 @@ add("scatter_nd_add_i64", "ScatterND", [rand(5, 2, dtype="int64", low=-100, high
 add("scatter_nd_add_i32", "ScatterND", [rand(5, dtype="int32", low=-100, high=100), const([[0], [0], [1]], "int64"),
                                         rand(3, dtype="int32", low=-100, high=100)], attrs=dict(reduction="add"),
     opset=16)
+add("scatter_nd_max_f64", "ScatterND", [rand(4, 3, dtype="float64"), const([[0], [2], [0]], "int64"),
+                                        rand(3, 3, dtype="float64")], attrs=dict(reduction="max"), opset=18,
+    out_shapes=[(4, 3)])
+add("scatter_nd_add_f64", "ScatterND", [rand(4, 3, dtype="float64"), const([[1], [1]], "int64"),
+                                        rand(2, 3, dtype="float64")], attrs=dict(reduction="add"), opset=16)
 for tag, dt in DTYPES.items():
     add(f"scatter_nd_{tag}", "ScatterND", [rand(4, 3, dtype=dt), const([[3], [1]], "int64"), rand(2, 3, dtype=dt)])
 
@@ -333,7 +339,7 @@ add("trilu_batched", "Trilu", [rand(2, 3, 4, 4)], attrs=dict(upper=0), opset=14)
 add("trilu_runtime_k", "Trilu", [rand(4, 4), const(1, "int64")], opset=14)
 add("trilu_big", "Trilu", [rand(2, 300, 200)], opset=14)
 for tag, dt in DTYPES.items():
-    if tag in ("u8", "i8"):  # ONNX Runtime has no such Trilu kernels
+    if tag in ("u8", "i8", "i16", "u16", "u32", "u64"):  # ONNX Runtime has no such Trilu kernels
         continue
     add(f"trilu_{tag}", "Trilu", [rand(4, 4, dtype=dt)], attrs=dict(upper=0), opset=14)
 
@@ -380,6 +386,9 @@ for red, opset in (("add", 16), ("mul", 16), ("max", 18), ("min", 18)):
     add(f"scatter_elements_{red}", "ScatterElements",
         [rand(4, 3), const([[1, 0, 1], [1, 3, 1], [0, 0, 1]], "int64"), rand(3, 3)],
         attrs=dict(reduction=red), opset=opset, **kw)
+add("scatter_elements_min_f64", "ScatterElements",
+    [rand(4, 3, dtype="float64"), const([[1, 0, 1], [1, 3, 1]], "int64"), rand(2, 3, dtype="float64")],
+    attrs=dict(reduction="min"), opset=18, out_shapes=[(4, 3)])
 add("scatter_elements_add_i64", "ScatterElements",
     [randint(3, 4, low=-50, high=50), const([[2, 2, 0, 1], [2, 2, 0, 1]], "int64"), randint(2, 4, low=-50, high=50)],
     attrs=dict(reduction="add"), opset=16)
