@@ -81,7 +81,8 @@ typedef enum onnxstream_dtype {
     ONNXSTREAM_DTYPE_INT16 = 9,   /**< since 0.13 */
     ONNXSTREAM_DTYPE_UINT16 = 10, /**< since 0.13 */
     ONNXSTREAM_DTYPE_UINT32 = 11, /**< since 0.13 */
-    ONNXSTREAM_DTYPE_UINT64 = 12  /**< since 0.13 */
+    ONNXSTREAM_DTYPE_UINT64 = 12, /**< since 0.13 */
+    ONNXSTREAM_DTYPE_BFLOAT16 = 13 /**< since 0.13; the top 16 bits of a float32 */
 } onnxstream_dtype_t;
 
 /** Built-in weights providers. */

@@ -28,6 +28,8 @@ const (
 	Uint16  DType = C.ONNXSTREAM_DTYPE_UINT16  // since 0.13
 	Uint32  DType = C.ONNXSTREAM_DTYPE_UINT32  // since 0.13
 	Uint64  DType = C.ONNXSTREAM_DTYPE_UINT64  // since 0.13
+	// BFloat16 is the top 16 bits of a float32, stored as uint16 bit patterns (since 0.13).
+	BFloat16 DType = C.ONNXSTREAM_DTYPE_BFLOAT16
 )
 
 // String returns the name used in model.txt ("float32"), or "unknown".

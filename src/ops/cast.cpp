@@ -1,4 +1,5 @@
-// Cast and CastLike between every dtype (float to integer as x86's truncating conversions do it),
+// Cast and CastLike between every dtype (float to integer as x86's truncating conversions do it; float16 and
+// bfloat16 staged through float32),
 // Identity, and Dropout for inference.
 #include "ops/elementwise.h"
 
@@ -12,9 +13,14 @@ namespace onnxstream {
 
 namespace {
 
+// Every dtype: the element-wise families' kAllTypes and bfloat16, which only Cast computes with.
+const std::initializer_list<DType> kCastTypes = {DType::F32, DType::F16, DType::F64, DType::BF16, DType::I64,
+                                                 DType::I32, DType::I16, DType::I8,  DType::U64,  DType::U32,
+                                                 DType::U16, DType::U8,  DType::Bool};
+
 std::vector<TensorInfo> infer_cast(const InferContext &ctx) {
     ctx.require_inputs(1, 1);
-    ctx.require_dtype(0, kAllTypes);
+    ctx.require_dtype(0, kCastTypes);
     int64_t to = ctx.attrs().require_int("to");
     DType dtype;
     if (!dtype_from_onnx(to, dtype)) {
@@ -28,12 +34,24 @@ std::vector<TensorInfo> infer_cast(const InferContext &ctx) {
 
 std::vector<TensorInfo> infer_cast_like(const InferContext &ctx) {
     ctx.require_inputs(2, 2);
-    ctx.require_dtype(0, kAllTypes);
-    ctx.require_dtype(1, kAllTypes);
+    ctx.require_dtype(0, kCastTypes);
+    ctx.require_dtype(1, kCastTypes);
     return {TensorInfo{ctx.input(1).dtype, ctx.input(0).shape, {}}};
 }
 
+// The 16-bit float types, converted through float32 in blocks.
 struct HalfTag {};
+struct BFloat16Tag {};
+template <typename T> constexpr bool kStaged = std::is_same_v<T, HalfTag> || std::is_same_v<T, BFloat16Tag>;
+
+void widen(HalfTag, const uint16_t *src, float *dst, size_t n) { half_to_float_n(src, dst, n); }
+void widen(BFloat16Tag, const uint16_t *src, float *dst, size_t n) {
+    for (size_t i = 0; i < n; ++i) dst[i] = bfloat16_to_float(src[i]);
+}
+void narrow(HalfTag, const float *src, uint16_t *dst, size_t n) { float_to_half_n(src, dst, n); }
+void narrow(BFloat16Tag, const float *src, uint16_t *dst, size_t n) {
+    for (size_t i = 0; i < n; ++i) dst[i] = float_to_bfloat16(src[i]);
+}
 
 template <typename D, typename S> D convert_value(S v) {
     if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>)
@@ -42,22 +60,22 @@ template <typename D, typename S> D convert_value(S v) {
         return static_cast<D>(v);
 }
 
-// Convert n elements from src (type S, or float16 when S is HalfTag) to dst (type D / HalfTag).
+// Convert n elements from src (type S, or a 16-bit float tag) to dst (type D / tag).
 template <typename S, typename D> void convert_range(const void *src, void *dst, size_t n, bool to_bool) {
     constexpr size_t kChunk = 1024;
     float buf[kChunk];
     for (size_t i = 0; i < n; i += kChunk) {
         const size_t len = std::min(kChunk, n - i);
-        // Stage through float32 when either side is float16.
-        if constexpr (std::is_same_v<S, HalfTag> || std::is_same_v<D, HalfTag>) {
-            if constexpr (std::is_same_v<S, HalfTag>) {
-                half_to_float_n(static_cast<const uint16_t *>(src) + i, buf, len);
+        // Stage through float32 when either side is a 16-bit float.
+        if constexpr (kStaged<S> || kStaged<D>) {
+            if constexpr (kStaged<S>) {
+                widen(S{}, static_cast<const uint16_t *>(src) + i, buf, len);
             } else {
                 const S *s = static_cast<const S *>(src) + i;
                 for (size_t j = 0; j < len; ++j) buf[j] = static_cast<float>(s[j]);
             }
-            if constexpr (std::is_same_v<D, HalfTag>) {
-                float_to_half_n(buf, static_cast<uint16_t *>(dst) + i, len);
+            if constexpr (kStaged<D>) {
+                narrow(D{}, buf, static_cast<uint16_t *>(dst) + i, len);
             } else {
                 D *d = static_cast<D *>(dst) + i;
                 if (to_bool)
@@ -80,6 +98,7 @@ template <typename Fn> void dispatch_storage(DType d, Fn &&fn) {
     switch (d) {
     case DType::F32: fn(float{}); return;
     case DType::F16: fn(HalfTag{}); return;
+    case DType::BF16: fn(BFloat16Tag{}); return;
     default: dispatch_exact(d, std::forward<Fn>(fn));
     }
 }

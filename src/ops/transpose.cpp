@@ -299,6 +299,11 @@ void store_scalar(DType dtype, double value, void *out) {
     case DType::U8: *static_cast<uint8_t *>(out) = saturate<uint8_t>(value); break;
     case DType::Bool: *static_cast<uint8_t *>(out) = value != 0 ? 1 : 0; break;
     case DType::F64: std::memcpy(out, &value, 8); break;
+    case DType::BF16: {
+        uint16_t b = float_to_bfloat16(static_cast<float>(value));
+        std::memcpy(out, &b, 2);
+        break;
+    }
     case DType::I16: {
         int16_t v = saturate<int16_t>(value);
         std::memcpy(out, &v, 2);

@@ -14,6 +14,7 @@ constexpr DTypeInfo kInfos[] = {
     {DType::I64, "int64", 8, 7},   {DType::I32, "int32", 4, 6},    {DType::I16, "int16", 2, 5},
     {DType::I8, "int8", 1, 3},     {DType::U64, "uint64", 8, 13},  {DType::U32, "uint32", 4, 12},
     {DType::U16, "uint16", 2, 4},  {DType::U8, "uint8", 1, 2},     {DType::Bool, "bool", 1, 9},
+    {DType::BF16, "bfloat16", 2, 16},
 };
 } // namespace
 
@@ -56,8 +57,8 @@ int dtype_onnx_type(DType dtype) {
 }
 
 const char *onnx_types_supported() {
-    return "1 (float), 10 (float16), 11 (double), 7 (int64), 6 (int32), 5 (int16), 3 (int8), 13 (uint64), "
-           "12 (uint32), 4 (uint16), 2 (uint8), 9 (bool)";
+    return "1 (float), 10 (float16), 11 (double), 16 (bfloat16), 7 (int64), 6 (int32), 5 (int16), 3 (int8), "
+           "13 (uint64), 12 (uint32), 4 (uint16), 2 (uint8), 9 (bool)";
 }
 
 bool dtype_valid(int value) {

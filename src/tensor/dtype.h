@@ -23,11 +23,12 @@ enum class DType : int {
     U16 = ONNXSTREAM_DTYPE_UINT16,
     U32 = ONNXSTREAM_DTYPE_UINT32,
     U64 = ONNXSTREAM_DTYPE_UINT64,
+    BF16 = ONNXSTREAM_DTYPE_BFLOAT16,
 };
 
 size_t dtype_size(DType dtype);
 // Name as written in model.txt: float32, float16, int64, uint8, int8, int32, bool, float64, int16, uint16,
-// uint32, uint64.
+// uint32, uint64, bfloat16.
 const char *dtype_name(DType dtype);
 // Parse a model.txt dtype name; false if unknown.
 bool parse_dtype(std::string_view text, DType &out);

@@ -150,6 +150,21 @@ void float_to_half_vector(const float *, uint16_t *, size_t) {}
 
 bool half_vector_conversions() { return cpu_has_vector_half(); }
 
+float bfloat16_to_float(uint16_t b) {
+    const uint32_t bits = uint32_t(b) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t float_to_bfloat16(float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u); // NaN
+    const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u); // half of the dropped part, ties to even
+    return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
 void half_to_float_n(const uint16_t *src, float *dst, size_t n) {
     if (cpu_has_vector_half()) return half_to_float_vector(src, dst, n);
     for (size_t i = 0; i < n; ++i) dst[i] = half_to_float(src[i]);

@@ -56,6 +56,7 @@ float float_at(const Tensor &t, int64_t i) {
     case DType::F32: return t.data<float>()[i];
     case DType::F16: return half_to_float(t.data<uint16_t>()[i]);
     case DType::F64: return static_cast<float>(t.data<double>()[i]);
+    case DType::BF16: return bfloat16_to_float(t.data<uint16_t>()[i]);
     default: return static_cast<float>(int_at(t, i));
     }
 }

@@ -64,6 +64,7 @@ std::vector<double> as_doubles(const void *data, onnxstream_dtype_t dtype, size_
         case ONNXSTREAM_DTYPE_UINT16: v[i] = static_cast<const uint16_t *>(data)[i]; break;
         case ONNXSTREAM_DTYPE_UINT32: v[i] = static_cast<const uint32_t *>(data)[i]; break;
         case ONNXSTREAM_DTYPE_UINT64: v[i] = static_cast<double>(static_cast<const uint64_t *>(data)[i]); break;
+        case ONNXSTREAM_DTYPE_BFLOAT16: v[i] = bfloat16_to_float(static_cast<const uint16_t *>(data)[i]); break;
         default: v[i] = static_cast<const uint8_t *>(data)[i]; break; // uint8, bool
         }
     }

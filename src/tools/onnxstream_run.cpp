@@ -25,7 +25,8 @@ using onnxstream::tools::NpyArray;
 namespace {
 
 const char *kUsage =
-    "usage: onnxstream-run MODEL_DIR_OR_MODEL_TXT [--input NAME=FILE]... [--output-dir DIR] [--threads N]\n"
+    "usage: onnxstream-run MODEL_DIR_OR_MODEL_TXT [--input NAME=FILE]... [--input-dtype NAME=DTYPE]...\n"
+    "                      [--output-dir DIR] [--threads N]\n"
     "                      [--memory-mode min|balanced|max-speed] [--provider nocache|prefetch|mmap|ram]\n"
     "                      [--attention auto|full|sliced|flash] [--attention-slices N] [--chunk-mb N]\n"
     "                      [--cache PATH] [--runs N] [--nchw-only] [--ops-printf] [--json] [--range-data FILE]\n"
@@ -59,11 +60,15 @@ const char *kUsage =
     "                 (default 1); repeatable, the LoRAs add up\n"
     "  --lora-prefix  take only the LoRA modules whose keys start with PREFIX (e.g. lora_unet_, lora_te_)\n"
     "  FILE is .npy (dtype and shape from its header) or raw little-endian .bin (shape from the model's\n"
-    "  declaration of NAME; dtype float32, int64, float16 or uint8 chosen by the file size).\n";
+    "  declaration of NAME; dtype float32, int64, float16 or uint8 chosen by the file size).\n"
+    "  --input-dtype  push input NAME's elements as DTYPE, of the same size as the file's (bfloat16 from a\n"
+    "                 uint16 .npy of bit patterns: .npy has no bfloat16)\n"
+    "  Outputs go to --output-dir as .npy: float16 and bfloat16 widened to float32.\n";
 
 struct Args {
     std::string model;
     std::vector<std::pair<std::string, std::string>> inputs;
+    std::vector<std::pair<std::string, std::string>> input_dtypes; // --input-dtype NAME=DTYPE
     std::string output_dir;
     int threads = 0;
     int provider = ONNXSTREAM_PROVIDER_AUTO;
@@ -137,6 +142,11 @@ Args parse_args(int argc, char **argv) {
             size_t eq = v.find('=');
             if (eq == std::string::npos || eq == 0) die("--input expects NAME=FILE, got '" + v + "'");
             a.inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+        } else if (arg == "--input-dtype") {
+            std::string v = value();
+            size_t eq = v.find('=');
+            if (eq == std::string::npos || eq == 0) die("--input-dtype expects NAME=DTYPE, got '" + v + "'");
+            a.input_dtypes.emplace_back(v.substr(0, eq), v.substr(eq + 1));
         } else if (arg == "--output-dir") {
             a.output_dir = value();
         } else if (arg == "--threads") {
@@ -298,6 +308,11 @@ onnxstream_model_t *create_model(const Args &args) {
 }
 
 void push_inputs(onnxstream_model_t *model, const Args &args) {
+    for (const auto &named : args.input_dtypes) {
+        bool given = false;
+        for (const auto &in : args.inputs) given = given || in.first == named.first;
+        if (!given) die("--input-dtype names '" + named.first + "', which no --input gives");
+    }
     for (const auto &in : args.inputs) {
         NpyArray a;
         try {
@@ -321,6 +336,18 @@ void push_inputs(onnxstream_model_t *model, const Args &args) {
             }
         } catch (const std::exception &e) {
             die(e.what());
+        }
+        for (const auto &[name, dtype_text] : args.input_dtypes) {
+            if (name != in.first) continue;
+            onnxstream_dtype_t as = a.dtype;
+            for (int d = 1; onnxstream_dtype_size(static_cast<onnxstream_dtype_t>(d)) != 0; ++d)
+                if (dtype_text == onnxstream_dtype_name(static_cast<onnxstream_dtype_t>(d)))
+                    as = static_cast<onnxstream_dtype_t>(d);
+            if (dtype_text != onnxstream_dtype_name(as)) die("--input-dtype: unknown dtype '" + dtype_text + "'");
+            if (onnxstream_dtype_size(as) != onnxstream_dtype_size(a.dtype))
+                die("--input-dtype " + name + "=" + dtype_text + ": " + in.second + " holds " +
+                    onnxstream_dtype_name(a.dtype) + ", whose elements are not the size of " + dtype_text + "'s");
+            a.dtype = as;
         }
         check(model, onnxstream_model_push_tensor(model, in.first.c_str(), a.dtype, a.shape.size(), a.shape.data(),
                                                   a.data.data(), a.data.size()));
@@ -365,8 +392,8 @@ RunReport run_model(onnxstream_model_t *model, const Args &args) {
     return report;
 }
 
-// Writes the outputs into --output-dir (float16 as float32) and prints them unless --json; returns their
-// --json objects.
+// Writes the outputs into --output-dir (float16 and bfloat16 as float32) and prints them unless --json;
+// returns their --json objects.
 std::string write_outputs(onnxstream_model_t *model, const Args &args) {
     std::string outputs_json;
     if (!args.output_dir.empty()) ::mkdir(args.output_dir.c_str(), 0755);
@@ -379,9 +406,13 @@ std::string write_outputs(onnxstream_model_t *model, const Args &args) {
         if (!args.output_dir.empty()) {
             file = args.output_dir + "/" + v.name + ".npy";
             try {
-                if (v.dtype == ONNXSTREAM_DTYPE_FLOAT16) {
+                if (v.dtype == ONNXSTREAM_DTYPE_FLOAT16 || v.dtype == ONNXSTREAM_DTYPE_BFLOAT16) {
                     std::vector<float> f(v.byte_size / 2);
-                    onnxstream::half_to_float_n(static_cast<const uint16_t *>(v.data), f.data(), f.size());
+                    const uint16_t *bits = static_cast<const uint16_t *>(v.data);
+                    if (v.dtype == ONNXSTREAM_DTYPE_FLOAT16)
+                        onnxstream::half_to_float_n(bits, f.data(), f.size());
+                    else
+                        for (size_t k = 0; k < f.size(); ++k) f[k] = onnxstream::bfloat16_to_float(bits[k]);
                     onnxstream::tools::write_npy(file, ONNXSTREAM_DTYPE_FLOAT32, {v.shape, v.shape + v.rank}, f.data(),
                                                  f.size() * 4);
                     dtype = ONNXSTREAM_DTYPE_FLOAT32;

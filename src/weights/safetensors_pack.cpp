@@ -49,6 +49,7 @@ StoredDType stored_of(DType dtype) {
     case DType::U16: return StoredDType::U16;
     case DType::U32: return StoredDType::U32;
     case DType::U64: return StoredDType::U64;
+    case DType::BF16: return StoredDType::BF16;
     }
     return StoredDType::F32;
 }

@@ -84,6 +84,7 @@ ResolvedWeight check_stored(const SafetensorsIndex &store, const std::string &na
     case DType::U16: want_dtype = "U16"; break;
     case DType::U32: want_dtype = "U32"; break;
     case DType::U64: want_dtype = "U64"; break;
+    case DType::BF16: want_dtype = "BF16"; break;
     }
     if ((!bf16 && std::strcmp(stored_dtype_name(t.dtype), want_dtype) != 0) || t.shape != want)
         fail(ONNXSTREAM_ERR_INVALID_MODEL, "weight ", spec.file, ": tensor '", name, "' of ", store.path(), " is ",

@@ -73,6 +73,7 @@ Tensor synth_constant(const Allocator &alloc, const WeightSpec &spec) {
         case DType::U16: t.data<uint16_t>()[i] = static_cast<uint16_t>(v + 2); break;
         case DType::U32: t.data<uint32_t>()[i] = static_cast<uint32_t>(v + 2); break;
         case DType::U64: t.data<uint64_t>()[i] = static_cast<uint64_t>(v + 2); break;
+        case DType::BF16: t.data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v)); break;
         }
     }
     return t;

@@ -181,3 +181,33 @@ TEST(Half, BulkPathsMatchTheCheckedScalarConversions) {
     float_to_half_n(floats.data(), narrow.data(), floats.size());
     for (size_t i = 0; i < floats.size(); ++i) ASSERT_EQ(narrow[i], float_to_half(floats[i])) << floats[i];
 }
+
+// bfloat16 keeps a float32's top 16 bits; narrowing adds half of the dropped low part, ties to even.
+TEST(BFloat16, WidensExactly) {
+    EXPECT_EQ(bfloat16_to_float(0x3f80), 1.0f);
+    EXPECT_EQ(bfloat16_to_float(0xc040), -3.0f);
+    EXPECT_EQ(bfloat16_to_float(0x7f80), INFINITY);
+    EXPECT_TRUE(std::isnan(bfloat16_to_float(0x7fc0)));
+    EXPECT_EQ(bfloat16_to_float(0x0001), 0x1.0p-133f); // the smallest denormal
+}
+
+TEST(BFloat16, NarrowsToNearestEven) {
+    auto from_bits = [](uint32_t b) {
+        float f;
+        std::memcpy(&f, &b, 4);
+        return f;
+    };
+    EXPECT_EQ(float_to_bfloat16(1.0f), 0x3f80);
+    EXPECT_EQ(float_to_bfloat16(from_bits(0x3f807fffu)), 0x3f80); // below half: down
+    EXPECT_EQ(float_to_bfloat16(from_bits(0x3f808000u)), 0x3f80); // tie, even below: down
+    EXPECT_EQ(float_to_bfloat16(from_bits(0x3f818000u)), 0x3f82); // tie, odd below: up to even
+    EXPECT_EQ(float_to_bfloat16(from_bits(0x3f808001u)), 0x3f81); // above half: up
+    EXPECT_EQ(float_to_bfloat16(from_bits(0x7f7fffffu)), 0x7f80); // FLT_MAX rounds to infinity
+    EXPECT_EQ(float_to_bfloat16(-INFINITY), 0xff80);
+    EXPECT_EQ(float_to_bfloat16(from_bits(0x7f800001u)) & 0x7fc0, 0x7fc0); // a NaN stays a (quiet) NaN
+    EXPECT_EQ(float_to_bfloat16(from_bits(0xffc00000u)), 0xffc0);
+    for (uint32_t b = 0; b < 0x10000; ++b) { // every bfloat16 that is not a NaN round-trips
+        if ((b & 0x7fff) > 0x7f80) continue;
+        ASSERT_EQ(float_to_bfloat16(bfloat16_to_float(static_cast<uint16_t>(b))), b);
+    }
+}

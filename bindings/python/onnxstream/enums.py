@@ -38,6 +38,7 @@ class DType(AppendOnlyEnum):
     UINT16 = 10  #: since 0.13
     UINT32 = 11  #: since 0.13
     UINT64 = 12  #: since 0.13
+    BFLOAT16 = 13  #: since 0.13; NumPy has no bfloat16: arrays of it are uint16 bit patterns
 
 
 class Provider(enum.IntEnum):

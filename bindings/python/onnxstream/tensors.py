@@ -33,8 +33,10 @@ _TO_NUMPY = {
     DType.UINT16: np.dtype(np.uint16),
     DType.UINT32: np.dtype(np.uint32),
     DType.UINT64: np.dtype(np.uint64),
+    DType.BFLOAT16: np.dtype(np.uint16),  # bit patterns
 }
-_FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items()}
+# A uint16 array is uint16 unless the caller says bfloat16.
+_FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items() if k != DType.BFLOAT16}
 
 
 class TensorInfo(NamedTuple):

@@ -35,6 +35,7 @@ pub const ONNXSTREAM_DTYPE_INT16: onnxstream_dtype_t = 9;
 pub const ONNXSTREAM_DTYPE_UINT16: onnxstream_dtype_t = 10;
 pub const ONNXSTREAM_DTYPE_UINT32: onnxstream_dtype_t = 11;
 pub const ONNXSTREAM_DTYPE_UINT64: onnxstream_dtype_t = 12;
+pub const ONNXSTREAM_DTYPE_BFLOAT16: onnxstream_dtype_t = 13;
 
 pub const ONNXSTREAM_PROVIDER_AUTO: i32 = -1;
 pub const ONNXSTREAM_PROVIDER_NOCACHE: i32 = 0;
@@ -468,6 +469,7 @@ mod layout_tests {
             ONNXSTREAM_DTYPE_UINT16,
             ONNXSTREAM_DTYPE_UINT32,
             ONNXSTREAM_DTYPE_UINT64,
+            ONNXSTREAM_DTYPE_BFLOAT16,
             ONNXSTREAM_PROVIDER_AUTO,
             ONNXSTREAM_MEMORY_BALANCED,
             ONNXSTREAM_MEMORY_MIN,

@@ -30,6 +30,8 @@ pub enum DType {
     UInt32,
     /// Since 0.13.
     UInt64,
+    /// Since 0.13: the top 16 bits of an f32, stored as `u16` bit patterns.
+    BFloat16,
     /// A value this version of the crate does not know.
     Unknown(i32),
 }
@@ -49,6 +51,7 @@ impl DType {
             sys::ONNXSTREAM_DTYPE_UINT16 => DType::UInt16,
             sys::ONNXSTREAM_DTYPE_UINT32 => DType::UInt32,
             sys::ONNXSTREAM_DTYPE_UINT64 => DType::UInt64,
+            sys::ONNXSTREAM_DTYPE_BFLOAT16 => DType::BFloat16,
             other => DType::Unknown(other),
         }
     }
@@ -67,6 +70,7 @@ impl DType {
             DType::UInt16 => sys::ONNXSTREAM_DTYPE_UINT16,
             DType::UInt32 => sys::ONNXSTREAM_DTYPE_UINT32,
             DType::UInt64 => sys::ONNXSTREAM_DTYPE_UINT64,
+            DType::BFloat16 => sys::ONNXSTREAM_DTYPE_BFLOAT16,
             DType::Unknown(code) => code,
         }
     }
@@ -296,6 +300,7 @@ mod tests {
             DType::UInt16,
             DType::UInt32,
             DType::UInt64,
+            DType::BFloat16,
         ] {
             assert_eq!(DType::from_code(d.code()), d);
             assert_ne!(d.name(), "unknown");
