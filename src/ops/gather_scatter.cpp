@@ -359,8 +359,9 @@ std::vector<TensorInfo> scatter_nd_infer(const InferContext &ctx) {
     if (updates.dtype != data.dtype)
         ctx.error("updates are ", dtype_name(updates.dtype), " but data is ", dtype_name(data.dtype));
     Reduction red = scatter_reduction(ctx.node.where, ctx.attrs());
-    if (red != Reduction::None && data.dtype == DType::Bool)
-        fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": reductions on bool tensors are not supported");
+    if (red != Reduction::None && (data.dtype == DType::Bool || data.dtype == DType::BF16))
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": reductions on ", dtype_name(data.dtype),
+             " tensors are not supported");
     if (data.shape.empty() || indices.shape.empty()) ctx.error("data and indices must have rank >= 1");
     int64_t k = indices.shape.back();
     if (k < 1 || k > static_cast<int64_t>(data.shape.size()))
@@ -419,8 +420,9 @@ std::vector<TensorInfo> scatter_elements_infer(const InferContext &ctx) {
     if (updates.dtype != data.dtype)
         ctx.error("updates are ", dtype_name(updates.dtype), " but data is ", dtype_name(data.dtype));
     Reduction red = scatter_reduction(ctx.node.where, ctx.attrs());
-    if (red != Reduction::None && data.dtype == DType::Bool)
-        fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": reductions on bool tensors are not supported");
+    if (red != Reduction::None && (data.dtype == DType::Bool || data.dtype == DType::BF16))
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": reductions on ", dtype_name(data.dtype),
+             " tensors are not supported");
     int64_t rank = static_cast<int64_t>(data.shape.size());
     if (rank == 0) ctx.error("cannot scatter into a scalar");
     size_t axis = static_cast<size_t>(normalize_axis(ctx.node.where, ctx.attrs().get_int("axis", 0), rank));
@@ -483,6 +485,8 @@ void scatter_elements_run(RunContext &ctx) {
                                [red](uint16_t a, uint16_t b) {
                                    return float_to_half(reduce_one(half_to_float(a), half_to_float(b), red));
                                });
+    else if (data.dtype() == DType::BF16)
+        typed(uint16_t{}); // bit copies (no reductions)
     else
         dispatch_exact(data.dtype(), typed); // bool as uint8 (no reductions)
 }

@@ -370,6 +370,7 @@ std::vector<TensorInfo> unique_outputs(const InferContext &ctx, const TensorInfo
 
 std::vector<TensorInfo> unique_infer(const InferContext &ctx) {
     ctx.require_inputs(1, 1);
+    ctx.require_dtype(0, kAllTypes);
     if (ctx.output_count() > 4)
         ctx.error("has at most 4 outputs (Y, indices, inverse_indices, counts), got ", ctx.output_count());
     const TensorInfo &x = ctx.input(0);
