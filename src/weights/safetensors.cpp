@@ -51,6 +51,25 @@ const DTypeInfo &info_of(StoredDType dtype) {
 const char *stored_dtype_name(StoredDType dtype) { return info_of(dtype).name; }
 size_t stored_dtype_size(StoredDType dtype) { return info_of(dtype).size; }
 
+StoredDType stored_dtype_of(DType dtype) {
+    switch (dtype) {
+    case DType::F32: return StoredDType::F32;
+    case DType::F16: return StoredDType::F16;
+    case DType::I64: return StoredDType::I64;
+    case DType::I32: return StoredDType::I32;
+    case DType::I8: return StoredDType::I8;
+    case DType::U8: return StoredDType::U8;
+    case DType::Bool: return StoredDType::Bool;
+    case DType::F64: return StoredDType::F64;
+    case DType::I16: return StoredDType::I16;
+    case DType::U16: return StoredDType::U16;
+    case DType::U32: return StoredDType::U32;
+    case DType::U64: return StoredDType::U64;
+    case DType::BF16: return StoredDType::BF16;
+    }
+    return StoredDType::F32;
+}
+
 // The header as JSON events. Layout: { "__metadata__": {str: str, ...}?, NAME: {"dtype": str, "shape":
 // [uint, ...], "data_offsets": [uint, uint]}, ... }. Anything else stops the parse with a message.
 struct SafetensorsParser : nlohmann::json::json_sax_t {
@@ -322,11 +341,8 @@ std::vector<float> read_stored_floats(const std::string &path, const StoredTenso
         ok = weight_cache::pread_all(fd.get(), raw.data(), static_cast<uint64_t>(n) * 2, offset);
         if (t.dtype == StoredDType::F16) {
             half_to_float_n(raw.data(), out.data(), n);
-        } else { // BF16: the top half of a float32
-            for (size_t i = 0; i < n; ++i) {
-                const uint32_t bits = static_cast<uint32_t>(raw[i]) << 16;
-                std::memcpy(&out[i], &bits, 4);
-            }
+        } else {
+            for (size_t i = 0; i < n; ++i) out[i] = bfloat16_to_float(raw[i]);
         }
     }
     if (!ok)

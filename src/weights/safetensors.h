@@ -18,14 +18,19 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tensor/dtype.h"
+
 namespace onnxstream {
 
-// The element types a store may hold. BF16 has no engine dtype: readers widen it on load.
+// The element types a store may hold. A BF16 tensor also serves a float32 or float16 weight: readers widen
+// it on load.
 enum class StoredDType { F32, F16, BF16, I64, I32, I8, U8, Bool, F64, I16, U16, U32, U64 };
 
 // "F32", "BF16", ...: the format's own names.
 const char *stored_dtype_name(StoredDType dtype);
 size_t stored_dtype_size(StoredDType dtype);
+// How a tensor of an engine dtype is stored.
+StoredDType stored_dtype_of(DType dtype);
 
 struct StoredTensor {
     StoredDType dtype = StoredDType::F32;

@@ -35,24 +35,6 @@ struct Packed {
     size_t first_use = 0;   // order of first reference in model.txt
 };
 
-StoredDType stored_of(DType dtype) {
-    switch (dtype) {
-    case DType::F32: return StoredDType::F32;
-    case DType::F16: return StoredDType::F16;
-    case DType::I64: return StoredDType::I64;
-    case DType::I32: return StoredDType::I32;
-    case DType::I8: return StoredDType::I8;
-    case DType::U8: return StoredDType::U8;
-    case DType::Bool: return StoredDType::Bool;
-    case DType::F64: return StoredDType::F64;
-    case DType::I16: return StoredDType::I16;
-    case DType::U16: return StoredDType::U16;
-    case DType::U32: return StoredDType::U32;
-    case DType::U64: return StoredDType::U64;
-    case DType::BF16: return StoredDType::BF16;
-    }
-    return StoredDType::F32;
-}
 
 bool regular_file_size(const std::string &path, uint64_t &size) {
     int64_t mtime_ns = 0;
@@ -109,7 +91,7 @@ std::vector<Packed> collect(const std::string &folder, const ModelText &model, c
         for (const TensorRef &ref : op.inputs) {
             if (!ref.present || !ref.is_weight) continue;
             const std::string where = cat(source, ":", op.line);
-            const StoredDType dtype = stored_of(ref.dtype);
+            const StoredDType dtype = stored_dtype_of(ref.dtype);
             std::string twin;
             if (ref.shape.size() == 4 && ends_with(ref.name, "_nchw.bin"))
                 twin = ref.name.substr(0, ref.name.size() - 9) + "_nhwc.bin";

@@ -70,22 +70,7 @@ ResolvedWeight check_stored(const SafetensorsIndex &store, const std::string &na
     Shape want = spec.shape;
     if (layout == Layout::OHWI) want = {spec.shape[0], spec.shape[2], spec.shape[3], spec.shape[1]};
     const bool bf16 = t.dtype == StoredDType::BF16 && (spec.dtype == DType::F32 || spec.dtype == DType::F16);
-    const char *want_dtype = nullptr;
-    switch (spec.dtype) {
-    case DType::F32: want_dtype = "F32"; break;
-    case DType::F16: want_dtype = "F16"; break;
-    case DType::I64: want_dtype = "I64"; break;
-    case DType::I32: want_dtype = "I32"; break;
-    case DType::I8: want_dtype = "I8"; break;
-    case DType::U8: want_dtype = "U8"; break;
-    case DType::Bool: want_dtype = "BOOL"; break;
-    case DType::F64: want_dtype = "F64"; break;
-    case DType::I16: want_dtype = "I16"; break;
-    case DType::U16: want_dtype = "U16"; break;
-    case DType::U32: want_dtype = "U32"; break;
-    case DType::U64: want_dtype = "U64"; break;
-    case DType::BF16: want_dtype = "BF16"; break;
-    }
+    const char *want_dtype = stored_dtype_name(stored_dtype_of(spec.dtype));
     if ((!bf16 && std::strcmp(stored_dtype_name(t.dtype), want_dtype) != 0) || t.shape != want)
         fail(ONNXSTREAM_ERR_INVALID_MODEL, "weight ", spec.file, ": tensor '", name, "' of ", store.path(), " is ",
              stored_dtype_name(t.dtype), " ", shape_str(t.shape), " but model.txt needs ", want_dtype, " ",
@@ -135,19 +120,11 @@ uint64_t pread_full(int fd, void *dst, uint64_t n, uint64_t offset) {
 void widen_bf16(const uint16_t *src, size_t count, Tensor &dst) {
     if (dst.dtype() == DType::F32) {
         float *out = static_cast<float *>(dst.raw());
-        for (size_t i = 0; i < count; ++i) {
-            const uint32_t bits = uint32_t(src[i]) << 16;
-            std::memcpy(&out[i], &bits, 4);
-        }
+        for (size_t i = 0; i < count; ++i) out[i] = bfloat16_to_float(src[i]);
         return;
     }
     uint16_t *out = static_cast<uint16_t *>(dst.raw());
-    for (size_t i = 0; i < count; ++i) {
-        const uint32_t bits = uint32_t(src[i]) << 16;
-        float f;
-        std::memcpy(&f, &bits, 4);
-        out[i] = float_to_half(f);
-    }
+    for (size_t i = 0; i < count; ++i) out[i] = float_to_half(bfloat16_to_float(src[i]));
 }
 
 // `bytes` of the weight's data (as stored) from `offset` within its range into t. Returns bytes read.
