@@ -82,7 +82,11 @@ typedef enum onnxstream_dtype {
     ONNXSTREAM_DTYPE_UINT16 = 10, /**< since 0.13 */
     ONNXSTREAM_DTYPE_UINT32 = 11, /**< since 0.13 */
     ONNXSTREAM_DTYPE_UINT64 = 12, /**< since 0.13 */
-    ONNXSTREAM_DTYPE_BFLOAT16 = 13 /**< since 0.13; the top 16 bits of a float32 */
+    ONNXSTREAM_DTYPE_BFLOAT16 = 13, /**< since 0.13; the top 16 bits of a float32 */
+    ONNXSTREAM_DTYPE_FLOAT8E4M3FN = 14,   /**< since 0.14; ONNX's 8-bit floats, one byte each */
+    ONNXSTREAM_DTYPE_FLOAT8E4M3FNUZ = 15, /**< since 0.14 */
+    ONNXSTREAM_DTYPE_FLOAT8E5M2 = 16,     /**< since 0.14 */
+    ONNXSTREAM_DTYPE_FLOAT8E5M2FNUZ = 17  /**< since 0.14 */
 } onnxstream_dtype_t;
 
 /** Built-in weights providers. */

@@ -30,6 +30,11 @@ const (
 	Uint64  DType = C.ONNXSTREAM_DTYPE_UINT64  // since 0.13
 	// BFloat16 is the top 16 bits of a float32, stored as uint16 bit patterns (since 0.13).
 	BFloat16 DType = C.ONNXSTREAM_DTYPE_BFLOAT16
+	// The float8 types (since 0.14) are stored as uint8 bit patterns.
+	Float8E4M3FN   DType = C.ONNXSTREAM_DTYPE_FLOAT8E4M3FN
+	Float8E4M3FNUZ DType = C.ONNXSTREAM_DTYPE_FLOAT8E4M3FNUZ
+	Float8E5M2     DType = C.ONNXSTREAM_DTYPE_FLOAT8E5M2
+	Float8E5M2FNUZ DType = C.ONNXSTREAM_DTYPE_FLOAT8E5M2FNUZ
 )
 
 // String returns the name used in model.txt ("float32"), or "unknown".

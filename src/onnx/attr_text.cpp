@@ -38,7 +38,7 @@ std::string tensor_text(const Node &node, const onnx::AttributeProto &a, const s
         for (float v : c.float_values()) out += (out.empty() ? "" : ",") + float_text(v);
     } else if (c.type() == kOnnxBool) {
         for (int64_t v : c.int_values()) out += std::string(out.empty() ? "" : ",") + (v ? "True" : "False");
-    } else if (onnx_type_size(c.type()) != 0 && c.type() != kOnnxBfloat16) {
+    } else if (onnx_type_size(c.type()) != 0 && !onnx_bits_only_type(c.type())) {
         for (int64_t v : c.int_values()) out += (out.empty() ? "" : ",") + std::to_string(v);
     } else {
         fail(ONNXSTREAM_ERR_UNSUPPORTED, node.describe(), ": attribute '", a.name(), "' is a ",

@@ -32,6 +32,10 @@ const char *onnx_type_name(int32_t type) {
     case kOnnxUint32: return "uint32";
     case kOnnxUint64: return "uint64";
     case kOnnxBfloat16: return "bfloat16";
+    case kOnnxFloat8E4M3FN: return "float8e4m3fn";
+    case kOnnxFloat8E4M3FNUZ: return "float8e4m3fnuz";
+    case kOnnxFloat8E5M2: return "float8e5m2";
+    case kOnnxFloat8E5M2FNUZ: return "float8e5m2fnuz";
     case 14: return "complex64";
     case 15: return "complex128";
     }
@@ -42,7 +46,11 @@ size_t onnx_type_size(int32_t type) {
     switch (type) {
     case kOnnxUint8:
     case kOnnxInt8:
-    case kOnnxBool: return 1;
+    case kOnnxBool:
+    case kOnnxFloat8E4M3FN:
+    case kOnnxFloat8E4M3FNUZ:
+    case kOnnxFloat8E5M2:
+    case kOnnxFloat8E5M2FNUZ: return 1;
     case kOnnxUint16:
     case kOnnxInt16:
     case kOnnxFloat16:
@@ -229,7 +237,11 @@ std::string typed_field_bytes(const onnx::TensorProto &t, int64_t &count) {
     case kOnnxBfloat16: count = t.int32_data_size(); return pack<uint16_t>(t.int32_data());
     case kOnnxInt8: count = t.int32_data_size(); return pack<int8_t>(t.int32_data());
     case kOnnxUint8:
-    case kOnnxBool: count = t.int32_data_size(); return pack<uint8_t>(t.int32_data());
+    case kOnnxBool:
+    case kOnnxFloat8E4M3FN: // float8 bytes, one per int32 (ONNX's rule for the 8-bit types)
+    case kOnnxFloat8E4M3FNUZ:
+    case kOnnxFloat8E5M2:
+    case kOnnxFloat8E5M2FNUZ: count = t.int32_data_size(); return pack<uint8_t>(t.int32_data());
     }
     count = 0;
     return std::string();

@@ -34,10 +34,16 @@ enum OnnxType : int32_t {
     kOnnxUint32 = 12,
     kOnnxUint64 = 13,
     kOnnxBfloat16 = 16,
+    kOnnxFloat8E4M3FN = 17,
+    kOnnxFloat8E4M3FNUZ = 18,
+    kOnnxFloat8E5M2 = 19,
+    kOnnxFloat8E5M2FNUZ = 20,
 };
 
 const char *onnx_type_name(int32_t type); // "float", "int64", ... ("type 42" style text is not static)
 size_t onnx_type_size(int32_t type);      // 0 for strings and unknown values
+// bfloat16 and the float8 types: constants the importer moves as bytes but never reads as values.
+inline bool onnx_bits_only_type(int32_t type) { return type == kOnnxBfloat16 || (type >= kOnnxFloat8E4M3FN && type <= kOnnxFloat8E5M2FNUZ); }
 // The engine dtype of an ONNX type; false when model.txt cannot store it.
 bool dtype_of(int32_t type, DType &out);
 int32_t onnx_type_of(DType dtype);

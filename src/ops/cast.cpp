@@ -1,5 +1,5 @@
 // Cast and CastLike between every dtype (float to integer as x86's truncating conversions do it; float16 and
-// bfloat16 staged through float32),
+// bfloat16 staged through float32, the float8 types through double, so that each value is rounded once),
 // Identity, and Dropout for inference.
 #include "ops/elementwise.h"
 
@@ -7,16 +7,25 @@
 
 #include "ops/elementwise_int.h"
 #include "ops/registry.h"
+#include "tensor/float8.h"
 #include "tensor/half.h"
 
 namespace onnxstream {
 
 namespace {
 
-// Every dtype: the element-wise families' kAllTypes and bfloat16, which only Cast computes with.
-const std::initializer_list<DType> kCastTypes = {DType::F32, DType::F16, DType::F64, DType::BF16, DType::I64,
-                                                 DType::I32, DType::I16, DType::I8,  DType::U64,  DType::U32,
-                                                 DType::U16, DType::U8,  DType::Bool};
+// Every dtype: the element-wise families' kAllTypes, and bfloat16 and the float8 types, which only Cast
+// computes with.
+const std::initializer_list<DType> kCastTypes = {
+    DType::F32,  DType::F16, DType::F64,      DType::BF16,       DType::I64,    DType::I32,
+    DType::I16,  DType::I8,  DType::U64,      DType::U32,        DType::U16,    DType::U8,
+    DType::Bool, DType::F8E4M3FN, DType::F8E4M3FNUZ, DType::F8E5M2, DType::F8E5M2FNUZ};
+
+// Cast-19's saturate: only conversions to float8 read it.
+void check_saturate(const InferContext &ctx) {
+    const int64_t saturate = ctx.attrs().get_int("saturate", 1);
+    if (saturate != 0 && saturate != 1) ctx.error("attribute saturate is ", saturate, "; it must be 0 or 1");
+}
 
 std::vector<TensorInfo> infer_cast(const InferContext &ctx) {
     ctx.require_inputs(1, 1);
@@ -29,6 +38,7 @@ std::vector<TensorInfo> infer_cast(const InferContext &ctx) {
                  " is not supported; supported: ", onnx_types_supported());
         ctx.error("attribute to is ", to, ", which is not an ONNX TensorProto element type");
     }
+    check_saturate(ctx);
     return {TensorInfo{dtype, ctx.input(0).shape, {}}};
 }
 
@@ -36,6 +46,7 @@ std::vector<TensorInfo> infer_cast_like(const InferContext &ctx) {
     ctx.require_inputs(2, 2);
     ctx.require_dtype(0, kCastTypes);
     ctx.require_dtype(1, kCastTypes);
+    check_saturate(ctx);
     return {TensorInfo{ctx.input(1).dtype, ctx.input(0).shape, {}}};
 }
 
@@ -43,6 +54,32 @@ std::vector<TensorInfo> infer_cast_like(const InferContext &ctx) {
 struct HalfTag {};
 struct BFloat16Tag {};
 template <typename T> constexpr bool kStaged = std::is_same_v<T, HalfTag> || std::is_same_v<T, BFloat16Tag>;
+// The float8 types, converted through double: a double holds every value of every source type exactly, so
+// the conversion to float8 rounds once.
+template <Float8Format F> struct Float8Tag {};
+template <typename T> struct IsFloat8 : std::false_type {};
+template <Float8Format F> struct IsFloat8<Float8Tag<F>> : std::true_type {};
+template <typename T> constexpr bool kFloat8 = IsFloat8<T>::value;
+
+struct CastOptions {
+    bool to_bool = false;
+    bool saturate = true;
+};
+
+template <typename S> double load_as_double(const void *src, size_t i) {
+    if constexpr (kFloat8<S>) return 0.0; // not used: float8 sources are widened in convert_range
+    else if constexpr (std::is_same_v<S, HalfTag>) return half_to_float(static_cast<const uint16_t *>(src)[i]);
+    else if constexpr (std::is_same_v<S, BFloat16Tag>) return bfloat16_to_float(static_cast<const uint16_t *>(src)[i]);
+    else return static_cast<double>(static_cast<const S *>(src)[i]);
+}
+
+template <Float8Format F> constexpr Float8Format format_of(Float8Tag<F>) { return F; }
+
+template <typename T> constexpr size_t dtype_size_of() {
+    if constexpr (kFloat8<T>) return 1;
+    else if constexpr (kStaged<T>) return 2;
+    else return sizeof(T);
+}
 
 void widen(HalfTag, const uint16_t *src, float *dst, size_t n) { half_to_float_n(src, dst, n); }
 void widen(BFloat16Tag, const uint16_t *src, float *dst, size_t n) {
@@ -60,8 +97,23 @@ template <typename D, typename S> D convert_value(S v) {
         return static_cast<D>(v);
 }
 
-// Convert n elements from src (type S, or a 16-bit float tag) to dst (type D / tag).
-template <typename S, typename D> void convert_range(const void *src, void *dst, size_t n, bool to_bool) {
+template <typename S, typename D> void convert_range(const void *src, void *dst, size_t n, const CastOptions &opt);
+
+// From a float8 type: widen to float32 (exact), then convert as from float32.
+template <typename S, typename D>
+void convert_from_float8(const uint8_t *src, void *dst, size_t n, const CastOptions &opt) {
+    constexpr size_t kChunk = 1024;
+    float buf[kChunk];
+    const size_t out_size = dtype_size_of<D>();
+    for (size_t i = 0; i < n; i += kChunk) {
+        const size_t len = std::min(kChunk, n - i);
+        for (size_t j = 0; j < len; ++j) buf[j] = float8_to_float(src[i + j], format_of(S{}));
+        convert_range<float, D>(buf, static_cast<char *>(dst) + i * out_size, len, opt);
+    }
+}
+
+// Convert n elements between types that are neither float8: S and D plain types or 16-bit float tags.
+template <typename S, typename D> void convert_plain(const void *src, void *dst, size_t n, bool to_bool) {
     constexpr size_t kChunk = 1024;
     float buf[kChunk];
     for (size_t i = 0; i < n; i += kChunk) {
@@ -94,11 +146,28 @@ template <typename S, typename D> void convert_range(const void *src, void *dst,
     }
 }
 
+// Convert n elements from src (type S, or a 16-bit float or float8 tag) to dst (type D / tag).
+template <typename S, typename D> void convert_range(const void *src, void *dst, size_t n, const CastOptions &opt) {
+    if constexpr (kFloat8<S>) {
+        convert_from_float8<S, D>(static_cast<const uint8_t *>(src), dst, n, opt);
+    } else if constexpr (kFloat8<D>) {
+        uint8_t *d = static_cast<uint8_t *>(dst);
+        for (size_t i = 0; i < n; ++i)
+            d[i] = double_to_float8(load_as_double<S>(src, i), format_of(D{}), opt.saturate);
+    } else {
+        convert_plain<S, D>(src, dst, n, opt.to_bool);
+    }
+}
+
 template <typename Fn> void dispatch_storage(DType d, Fn &&fn) {
     switch (d) {
     case DType::F32: fn(float{}); return;
     case DType::F16: fn(HalfTag{}); return;
     case DType::BF16: fn(BFloat16Tag{}); return;
+    case DType::F8E4M3FN: fn(Float8Tag<Float8Format::E4M3FN>{}); return;
+    case DType::F8E4M3FNUZ: fn(Float8Tag<Float8Format::E4M3FNUZ>{}); return;
+    case DType::F8E5M2: fn(Float8Tag<Float8Format::E5M2>{}); return;
+    case DType::F8E5M2FNUZ: fn(Float8Tag<Float8Format::E5M2FNUZ>{}); return;
     default: dispatch_exact(d, std::forward<Fn>(fn));
     }
 }
@@ -110,7 +179,9 @@ void cast_into(RunContext &ctx, DType to) {
         return;
     }
     Tensor &out = ctx.alloc_output(0);
-    const bool to_bool = to == DType::Bool;
+    CastOptions opt;
+    opt.to_bool = to == DType::Bool;
+    opt.saturate = ctx.attrs().get_int("saturate", 1) != 0;
     const size_t in_size = dtype_size(x.dtype()), out_size = dtype_size(to);
     const char *src = static_cast<const char *>(x.raw());
     char *dst = static_cast<char *>(out.raw());
@@ -120,7 +191,7 @@ void cast_into(RunContext &ctx, DType to) {
             using D = decltype(dtag);
             parallel_for(ctx.pool(), static_cast<size_t>(x.numel()), kElementwiseTile,
                          [&](size_t b, size_t e) {
-                             convert_range<S, D>(src + b * in_size, dst + b * out_size, e - b, to_bool);
+                             convert_range<S, D>(src + b * in_size, dst + b * out_size, e - b, opt);
                          });
         });
     });

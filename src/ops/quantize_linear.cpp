@@ -3,15 +3,18 @@
 //
 // These compute on the integer codes themselves, unlike OnnxStream's own 8-bit weights (quantize.cpp,
 // quant_kernels.cpp), whose QuantParams make them stand for float values; a code input that carries such
-// parameters is refused rather than guessed at. Only the opset 10/13 forms are implemented: float8 types,
-// blocked quantization (opset 21 block_size) and non-saturating conversion (opset 19 saturate:0) are refused.
+// parameters is refused rather than guessed at. Codes are 8- or 16-bit integers or float8 (opset 19/21),
+// scales float32 or float16; blocked quantization (opset 21 block_size) is refused.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "ops/elementwise_int.h"
 #include "ops/matmul_kernels.h"
 #include "ops/registry.h"
 #include "ops/shape_common.h"
+#include "tensor/float8.h"
+#include "tensor/half.h"
 
 namespace onnxstream {
 
@@ -34,12 +37,8 @@ void refuse_newer_attributes(const InferContext &ctx) {
     if (a.get_int("block_size", 0) != 0)
         fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": attribute block_size (blocked quantization, opset 21) ",
              "is not supported");
-    if (a.get_int("saturate", 1) != 1)
-        fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": attribute saturate:0 (float8 conversion, opset 19) ",
-             "is not supported");
-    if (a.get_int("output_dtype", 0) != 0)
-        fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": attribute output_dtype (opset 21) is not supported; ",
-             "the zero point's type gives the output type");
+    const int64_t saturate = a.get_int("saturate", 1);
+    if (saturate != 0 && saturate != 1) ctx.error("attribute saturate is ", saturate, "; it must be 0 or 1");
     if (a.has("precision"))
         fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": attribute precision (opset 23) is not supported");
 }
@@ -86,23 +85,62 @@ std::vector<int32_t> zero_points(const Tensor *zp, int64_t n) {
     return out;
 }
 
+// The code types: 8- and 16-bit integers, and the float8 types (opset 19), whose codes are values.
+const std::initializer_list<DType> kCodeTypes = {DType::U8,       DType::I8,         DType::U16,    DType::I16,
+                                                 DType::F8E4M3FN, DType::F8E4M3FNUZ, DType::F8E5M2, DType::F8E5M2FNUZ};
+
+// Scales as float32, whatever their dtype (float32 or float16).
+std::vector<float> scales_of(const Tensor &scale) {
+    std::vector<float> out(static_cast<size_t>(scale.numel()));
+    for (int64_t i = 0; i < scale.numel(); ++i) out[static_cast<size_t>(i)] = float_at(scale, i);
+    return out;
+}
+
+// One line of `n` floats from a float32 or float16 tensor's data at element `offset`, widened into buf.
+const float *line_as_float(const Tensor &t, int64_t offset, int64_t n, std::vector<float> &buf) {
+    if (t.dtype() == DType::F32) return t.data<float>() + offset;
+    buf.resize(static_cast<size_t>(n));
+    half_to_float_n(t.data<uint16_t>() + offset, buf.data(), static_cast<size_t>(n));
+    return buf.data();
+}
+
 // ---- QuantizeLinear ----
 
 std::vector<TensorInfo> quantize_infer(const InferContext &ctx) {
     ctx.require_inputs(2, 3);
     refuse_newer_attributes(ctx);
-    ctx.require_dtype(0, {DType::F32});
-    ctx.require_dtype(1, {DType::F32});
+    ctx.require_dtype(0, kFloatTypes);
+    if (ctx.input(1).dtype != ctx.input(0).dtype)
+        ctx.error("the scale is ", dtype_name(ctx.input(1).dtype), " but x is ", dtype_name(ctx.input(0).dtype),
+                  "; they must have one type");
+    // Without a zero point, opset 21's output_dtype (an ONNX element type) or uint8 gives the code type.
     DType out = DType::U8;
+    if (const int64_t onnx_type = ctx.attrs().get_int("output_dtype", 0); onnx_type != 0) {
+        if (!dtype_from_onnx(onnx_type, out) || std::find(kCodeTypes.begin(), kCodeTypes.end(), out) == kCodeTypes.end())
+            fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": output_dtype ", onnx_type,
+                 " is not a code type onnxstream quantizes to (uint8, int8, uint16, int16, float8)");
+    }
     const Shape *zp_shape = nullptr;
     if (ctx.has_input(2)) {
-        ctx.require_dtype(2, {DType::U8, DType::I8});
+        ctx.require_dtype(2, kCodeTypes);
         require_plain_codes(ctx, 2, "the zero point");
+        if (ctx.attrs().get_int("output_dtype", 0) != 0 && ctx.input(2).dtype != out)
+            ctx.error("output_dtype names ", dtype_name(out), " but the zero point is ", dtype_name(ctx.input(2).dtype));
         out = ctx.input(2).dtype;
         zp_shape = &ctx.input(2).shape;
     }
     axis_layout(ctx.node.where, ctx.attrs(), ctx.input(0).shape, ctx.input(1).shape, zp_shape);
     return {TensorInfo{out, ctx.input(0).shape, {}}};
+}
+
+// Calls fn(line, channel) for every line of l.inner elements, in parallel.
+template <typename Fn> void for_each_line(const RunContext &ctx, const AxisLayout &l, Fn &&fn) {
+    const int64_t lines = l.outer * l.channels;
+    parallel_for(ctx.pool(), static_cast<size_t>(lines), shapeops::task_tile(static_cast<size_t>(l.inner) * 5),
+                 [&](size_t begin, size_t end) {
+                     for (size_t line = begin; line < end; ++line)
+                         fn(static_cast<int64_t>(line), line % static_cast<size_t>(l.channels));
+                 });
 }
 
 template <typename Q>
@@ -128,15 +166,61 @@ void quantize_typed(const RunContext &ctx, const float *x, const float *scale, c
                  });
 }
 
+// The zero points as float32 values: integer codes, or float8 values.
+std::vector<float> zero_values(const Tensor *zp, int64_t n) {
+    std::vector<float> out(static_cast<size_t>(n), 0.0f);
+    if (zp)
+        for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = float_at(*zp, i);
+    return out;
+}
+
+// Any other quantization than float32 to 8-bit integers: 16-bit integer codes (rounded half to even, the zero
+// point added, clamped), float8 codes (x / scale + zero point converted as Cast converts to float8, with
+// the node's saturate), float16 x and scale.
+void quantize_general(RunContext &ctx, const Tensor &x, const std::vector<float> &scale, const Tensor *zp,
+                      const AxisLayout &l, Tensor &y) {
+    const std::vector<float> zero = zero_values(zp, l.channels);
+    Float8Format f8;
+    if (float8_format(y.dtype(), f8)) {
+        const bool saturate = ctx.attrs().get_int("saturate", 1) != 0;
+        uint8_t *yd = y.data<uint8_t>();
+        for_each_line(ctx, l, [&](int64_t line, size_t c) {
+            std::vector<float> buf;
+            const float *xl = line_as_float(x, line * l.inner, l.inner, buf);
+            for (int64_t i = 0; i < l.inner; ++i)
+                yd[line * l.inner + i] = double_to_float8(xl[i] / scale[c] + zero[c], f8, saturate);
+        });
+        return;
+    }
+    dispatch_int(y.dtype(), [&](auto tag) {
+        using Q = decltype(tag);
+        constexpr float lo = std::numeric_limits<Q>::min(), hi = std::numeric_limits<Q>::max();
+        Q *yd = y.data<Q>();
+        for_each_line(ctx, l, [&](int64_t line, size_t c) {
+            std::vector<float> buf;
+            const float *xl = line_as_float(x, line * l.inner, l.inner, buf);
+            for (int64_t i = 0; i < l.inner; ++i) {
+                float v = std::nearbyint(xl[i] / scale[c]) + zero[c];
+                v = std::isnan(v) ? zero[c] : std::min(std::max(v, lo), hi);
+                yd[line * l.inner + i] = static_cast<Q>(v);
+            }
+        });
+    });
+}
+
 void quantize_run(RunContext &ctx) {
     const Tensor &x = ctx.input(0), &scale = ctx.input(1);
     const Tensor *zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
     const Shape *zp_shape = zp ? &zp->shape() : nullptr;
     AxisLayout l = axis_layout(ctx.node.where, ctx.attrs(), x.shape(), scale.shape(), zp_shape);
-    const float *s = scale.data<float>();
-    std::vector<int32_t> z = zero_points(zp, l.channels);
     Tensor &y = ctx.alloc_output(0);
     if (y.numel() == 0) return;
+    if (x.dtype() != DType::F32 || (y.dtype() != DType::U8 && y.dtype() != DType::I8)) {
+        quantize_general(ctx, x, scales_of(scale), zp, l, y);
+        return;
+    }
+    const float *s = scale.data<float>();
+    std::vector<int32_t> z = zero_points(zp, l.channels);
     if (y.dtype() == DType::U8)
         quantize_typed(ctx, x.data<float>(), s, z, l, y.data<uint8_t>());
     else
@@ -148,9 +232,10 @@ void quantize_run(RunContext &ctx) {
 std::vector<TensorInfo> dequantize_infer(const InferContext &ctx) {
     ctx.require_inputs(2, 3);
     refuse_newer_attributes(ctx);
-    ctx.require_dtype(0, {DType::U8, DType::I8, DType::I32});
+    ctx.require_dtype(0, {DType::U8, DType::I8, DType::U16, DType::I16, DType::I32, DType::F8E4M3FN,
+                          DType::F8E4M3FNUZ, DType::F8E5M2, DType::F8E5M2FNUZ});
     require_plain_codes(ctx, 0, "x");
-    ctx.require_dtype(1, {DType::F32});
+    ctx.require_dtype(1, kFloatTypes);
     const TensorInfo &x = ctx.input(0);
     const Shape *zp_shape = nullptr;
     if (ctx.has_input(2)) {
@@ -161,25 +246,35 @@ std::vector<TensorInfo> dequantize_infer(const InferContext &ctx) {
         zp_shape = &ctx.input(2).shape;
     }
     axis_layout(ctx.node.where, ctx.attrs(), x.shape, ctx.input(1).shape, zp_shape);
-    return {TensorInfo{DType::F32, x.shape, {}}};
+    // y has the scale's type (float16 scales since opset 19).
+    return {TensorInfo{ctx.input(1).dtype, x.shape, {}}};
 }
 
 template <typename Q>
 void dequantize_typed(const RunContext &ctx, const Q *x, const float *scale, const std::vector<int32_t> &zp,
                       const AxisLayout &l, float *y) {
-    const int64_t lines = l.outer * l.channels;
-    parallel_for(ctx.pool(), static_cast<size_t>(lines), shapeops::task_tile(static_cast<size_t>(l.inner) * 5),
-                 [&](size_t begin, size_t end) {
-                     for (size_t line = begin; line < end; ++line) {
-                         const size_t c = line % static_cast<size_t>(l.channels);
-                         const float s = scale[c];
-                         const int32_t z = zp[c];
-                         const Q *xl = x + static_cast<int64_t>(line) * l.inner;
-                         float *yl = y + static_cast<int64_t>(line) * l.inner;
-                         for (int64_t i = 0; i < l.inner; ++i)
-                             yl[i] = static_cast<float>(static_cast<int32_t>(xl[i]) - z) * s;
-                     }
-                 });
+    for_each_line(ctx, l, [&](int64_t line, size_t c) {
+        const float s = scale[c];
+        const int32_t z = zp[c];
+        const Q *xl = x + line * l.inner;
+        float *yl = y + line * l.inner;
+        for (int64_t i = 0; i < l.inner; ++i) yl[i] = static_cast<float>(static_cast<int32_t>(xl[i]) - z) * s;
+    });
+}
+
+// Float8 codes, and any code type into a float16 y: (value - zero point's value) * scale, in float32.
+void dequantize_general(const RunContext &ctx, const Tensor &x, const std::vector<float> &scale, const Tensor *zp,
+                        const AxisLayout &l, Tensor &y) {
+    const std::vector<float> zero = zero_values(zp, l.channels);
+    for_each_line(ctx, l, [&](int64_t line, size_t c) {
+        std::vector<float> yl(static_cast<size_t>(l.inner));
+        for (int64_t i = 0; i < l.inner; ++i)
+            yl[static_cast<size_t>(i)] = (float_at(x, line * l.inner + i) - zero[c]) * scale[c];
+        if (y.dtype() == DType::F32)
+            std::copy(yl.begin(), yl.end(), y.data<float>() + line * l.inner);
+        else
+            float_to_half_n(yl.data(), y.data<uint16_t>() + line * l.inner, yl.size());
+    });
 }
 
 void dequantize_run(RunContext &ctx) {
@@ -187,7 +282,8 @@ void dequantize_run(RunContext &ctx) {
     const Tensor *zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
     const Shape *zp_shape = zp ? &zp->shape() : nullptr;
     AxisLayout l = axis_layout(ctx.node.where, ctx.attrs(), x.shape(), scale.shape(), zp_shape);
-    std::vector<int32_t> z = zero_points(zp, l.channels);
+    std::vector<int32_t> z = is_float8(x.dtype()) ? std::vector<int32_t>(static_cast<size_t>(l.channels), 0)
+                                                  : zero_points(zp, l.channels);
     // An int32 x (a QDQ bias) is int32 accumulator units: x - zero_point could overflow, and ONNX fixes the
     // zero point at 0.
     if (x.dtype() == DType::I32)
@@ -197,10 +293,16 @@ void dequantize_run(RunContext &ctx) {
                           "] = ", z[static_cast<size_t>(c)]);
     Tensor &y = ctx.alloc_output(0);
     if (y.numel() == 0) return;
+    if (y.dtype() != DType::F32 || is_float8(x.dtype())) {
+        dequantize_general(ctx, x, scales_of(scale), zp, l, y);
+        return;
+    }
     const float *s = scale.data<float>();
     switch (x.dtype()) {
     case DType::U8: dequantize_typed(ctx, x.data<uint8_t>(), s, z, l, y.data<float>()); break;
     case DType::I8: dequantize_typed(ctx, x.data<int8_t>(), s, z, l, y.data<float>()); break;
+    case DType::U16: dequantize_typed(ctx, x.data<uint16_t>(), s, z, l, y.data<float>()); break;
+    case DType::I16: dequantize_typed(ctx, x.data<int16_t>(), s, z, l, y.data<float>()); break;
     case DType::I32: dequantize_typed(ctx, x.data<int32_t>(), s, z, l, y.data<float>()); break;
     default: ctx.error(ONNXSTREAM_ERR_UNSUPPORTED, "DequantizeLinear of ", dtype_name(x.dtype()));
     }

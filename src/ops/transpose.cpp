@@ -8,6 +8,7 @@
 
 #include "ops/registry.h"
 #include "ops/shape_common.h"
+#include "tensor/float8.h"
 #include "tensor/half.h"
 
 namespace onnxstream {
@@ -299,6 +300,15 @@ void store_scalar(DType dtype, double value, void *out) {
     case DType::U8: *static_cast<uint8_t *>(out) = saturate<uint8_t>(value); break;
     case DType::Bool: *static_cast<uint8_t *>(out) = value != 0 ? 1 : 0; break;
     case DType::F64: std::memcpy(out, &value, 8); break;
+    case DType::F8E4M3FN:
+    case DType::F8E4M3FNUZ:
+    case DType::F8E5M2:
+    case DType::F8E5M2FNUZ: {
+        Float8Format f;
+        float8_format(dtype, f);
+        *static_cast<uint8_t *>(out) = double_to_float8(value, f, true);
+        break;
+    }
     case DType::BF16: {
         uint16_t b = float_to_bfloat16(static_cast<float>(value));
         std::memcpy(out, &b, 2);

@@ -24,11 +24,15 @@ enum class DType : int {
     U32 = ONNXSTREAM_DTYPE_UINT32,
     U64 = ONNXSTREAM_DTYPE_UINT64,
     BF16 = ONNXSTREAM_DTYPE_BFLOAT16,
+    F8E4M3FN = ONNXSTREAM_DTYPE_FLOAT8E4M3FN,
+    F8E4M3FNUZ = ONNXSTREAM_DTYPE_FLOAT8E4M3FNUZ,
+    F8E5M2 = ONNXSTREAM_DTYPE_FLOAT8E5M2,
+    F8E5M2FNUZ = ONNXSTREAM_DTYPE_FLOAT8E5M2FNUZ,
 };
 
 size_t dtype_size(DType dtype);
 // Name as written in model.txt: float32, float16, int64, uint8, int8, int32, bool, float64, int16, uint16,
-// uint32, uint64, bfloat16.
+// uint32, uint64, bfloat16, float8e4m3fn, float8e4m3fnuz, float8e5m2, float8e5m2fnuz.
 const char *dtype_name(DType dtype);
 // Parse a model.txt dtype name; false if unknown.
 bool parse_dtype(std::string_view text, DType &out);

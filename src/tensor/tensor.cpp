@@ -1,5 +1,6 @@
 #include "tensor/tensor.h"
 
+#include "tensor/float8.h"
 #include "tensor/half.h"
 #include "util/checked.h"
 #include "util/error.h"
@@ -57,7 +58,11 @@ float float_at(const Tensor &t, int64_t i) {
     case DType::F16: return half_to_float(t.data<uint16_t>()[i]);
     case DType::F64: return static_cast<float>(t.data<double>()[i]);
     case DType::BF16: return bfloat16_to_float(t.data<uint16_t>()[i]);
-    default: return static_cast<float>(int_at(t, i));
+    default: {
+        Float8Format f;
+        if (float8_format(t.dtype(), f)) return float8_to_float(t.data<uint8_t>()[i], f);
+        return static_cast<float>(int_at(t, i));
+    }
     }
 }
 

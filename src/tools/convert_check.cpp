@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "onnxstream.h"
+#include "tensor/float8.h"
 #include "tensor/half.h"
 #include "util/npy.h"
 
@@ -65,7 +66,12 @@ std::vector<double> as_doubles(const void *data, onnxstream_dtype_t dtype, size_
         case ONNXSTREAM_DTYPE_UINT32: v[i] = static_cast<const uint32_t *>(data)[i]; break;
         case ONNXSTREAM_DTYPE_UINT64: v[i] = static_cast<double>(static_cast<const uint64_t *>(data)[i]); break;
         case ONNXSTREAM_DTYPE_BFLOAT16: v[i] = bfloat16_to_float(static_cast<const uint16_t *>(data)[i]); break;
-        default: v[i] = static_cast<const uint8_t *>(data)[i]; break; // uint8, bool
+        default: {
+            const uint8_t byte = static_cast<const uint8_t *>(data)[i];
+            Float8Format f;
+            v[i] = float8_format(static_cast<DType>(dtype), f) ? float8_to_float(byte, f) : byte; // else uint8, bool
+            break;
+        }
         }
     }
     return v;

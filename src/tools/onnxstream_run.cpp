@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "onnxstream.h"
+#include "tensor/float8.h"
 #include "tensor/half.h"
 #include "util/strings.h"
 #include "util/npy.h"
@@ -62,8 +63,9 @@ const char *kUsage =
     "  FILE is .npy (dtype and shape from its header) or raw little-endian .bin (shape from the model's\n"
     "  declaration of NAME; dtype float32, int64, float16 or uint8 chosen by the file size).\n"
     "  --input-dtype  push input NAME's elements as DTYPE, of the same size as the file's (bfloat16 from a\n"
-    "                 uint16 .npy of bit patterns: .npy has no bfloat16)\n"
-    "  Outputs go to --output-dir as .npy: float16 and bfloat16 widened to float32.\n";
+    "                 uint16 .npy of bit patterns, float8e4m3fn and the other float8 types from uint8 ones:\n"
+    "                 .npy has neither)\n"
+    "  Outputs go to --output-dir as .npy: float16, bfloat16 and float8 widened to float32.\n";
 
 struct Args {
     std::string model;
@@ -392,7 +394,28 @@ RunReport run_model(onnxstream_model_t *model, const Args &args) {
     return report;
 }
 
-// Writes the outputs into --output-dir (float16 and bfloat16 as float32) and prints them unless --json;
+// The elements of a float16, bfloat16 or float8 output as float32 (.npy has neither bfloat16 nor float8);
+// false for other dtypes.
+bool widen_to_float(const onnxstream_tensor_view_t &v, std::vector<float> &f) {
+    const auto dtype = static_cast<onnxstream::DType>(v.dtype);
+    onnxstream::Float8Format format;
+    if (onnxstream::float8_format(dtype, format)) {
+        const uint8_t *bytes = static_cast<const uint8_t *>(v.data);
+        f.resize(v.byte_size);
+        for (size_t k = 0; k < f.size(); ++k) f[k] = onnxstream::float8_to_float(bytes[k], format);
+        return true;
+    }
+    if (v.dtype != ONNXSTREAM_DTYPE_FLOAT16 && v.dtype != ONNXSTREAM_DTYPE_BFLOAT16) return false;
+    f.resize(v.byte_size / 2);
+    const uint16_t *bits = static_cast<const uint16_t *>(v.data);
+    if (v.dtype == ONNXSTREAM_DTYPE_FLOAT16)
+        onnxstream::half_to_float_n(bits, f.data(), f.size());
+    else
+        for (size_t k = 0; k < f.size(); ++k) f[k] = onnxstream::bfloat16_to_float(bits[k]);
+    return true;
+}
+
+// Writes the outputs into --output-dir (float16, bfloat16 and float8 as float32) and prints them unless --json;
 // returns their --json objects.
 std::string write_outputs(onnxstream_model_t *model, const Args &args) {
     std::string outputs_json;
@@ -406,13 +429,8 @@ std::string write_outputs(onnxstream_model_t *model, const Args &args) {
         if (!args.output_dir.empty()) {
             file = args.output_dir + "/" + v.name + ".npy";
             try {
-                if (v.dtype == ONNXSTREAM_DTYPE_FLOAT16 || v.dtype == ONNXSTREAM_DTYPE_BFLOAT16) {
-                    std::vector<float> f(v.byte_size / 2);
-                    const uint16_t *bits = static_cast<const uint16_t *>(v.data);
-                    if (v.dtype == ONNXSTREAM_DTYPE_FLOAT16)
-                        onnxstream::half_to_float_n(bits, f.data(), f.size());
-                    else
-                        for (size_t k = 0; k < f.size(); ++k) f[k] = onnxstream::bfloat16_to_float(bits[k]);
+                std::vector<float> f;
+                if (widen_to_float(v, f)) {
                     onnxstream::tools::write_npy(file, ONNXSTREAM_DTYPE_FLOAT32, {v.shape, v.shape + v.rank}, f.data(),
                                                  f.size() * 4);
                     dtype = ONNXSTREAM_DTYPE_FLOAT32;

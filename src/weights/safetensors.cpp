@@ -34,11 +34,10 @@ constexpr DTypeInfo kDTypes[] = {
     {"I64", StoredDType::I64, 8}, {"I32", StoredDType::I32, 4}, {"I8", StoredDType::I8, 1},
     {"U8", StoredDType::U8, 1},   {"BOOL", StoredDType::Bool, 1}, {"F64", StoredDType::F64, 8},
     {"I16", StoredDType::I16, 2}, {"U16", StoredDType::U16, 2},   {"U32", StoredDType::U32, 4},
-    {"U64", StoredDType::U64, 8},
+    {"U64", StoredDType::U64, 8}, {"F8_E4M3", StoredDType::F8_E4M3, 1}, {"F8_E5M2", StoredDType::F8_E5M2, 1},
 };
 // Names the format defines that this engine has no use for: UNSUPPORTED rather than INVALID_MODEL.
-constexpr const char *kOtherFormatDTypes[] = {"F8_E4M3", "F8_E5M2", "F4",
-                                              "F6_E2M3", "F6_E3M2", "F8_E8M0", "E8M0"};
+constexpr const char *kOtherFormatDTypes[] = {"F4", "F6_E2M3", "F6_E3M2", "F8_E8M0", "E8M0"};
 
 const DTypeInfo &info_of(StoredDType dtype) {
     for (const DTypeInfo &d : kDTypes)
@@ -66,6 +65,10 @@ StoredDType stored_dtype_of(DType dtype) {
     case DType::U32: return StoredDType::U32;
     case DType::U64: return StoredDType::U64;
     case DType::BF16: return StoredDType::BF16;
+    case DType::F8E4M3FN: return StoredDType::F8_E4M3;
+    case DType::F8E5M2: return StoredDType::F8_E5M2;
+    case DType::F8E4M3FNUZ:
+    case DType::F8E5M2FNUZ: return StoredDType::U8;
     }
     return StoredDType::F32;
 }

@@ -24,12 +24,13 @@ namespace onnxstream {
 
 // The element types a store may hold. A BF16 tensor also serves a float32 or float16 weight: readers widen
 // it on load.
-enum class StoredDType { F32, F16, BF16, I64, I32, I8, U8, Bool, F64, I16, U16, U32, U64 };
+enum class StoredDType { F32, F16, BF16, I64, I32, I8, U8, Bool, F64, I16, U16, U32, U64, F8_E4M3, F8_E5M2 };
 
 // "F32", "BF16", ...: the format's own names.
 const char *stored_dtype_name(StoredDType dtype);
 size_t stored_dtype_size(StoredDType dtype);
-// How a tensor of an engine dtype is stored.
+// How a tensor of an engine dtype is stored. The format has no names for float8e4m3fnuz and float8e5m2fnuz:
+// their bytes are stored as U8 and model.txt gives the type.
 StoredDType stored_dtype_of(DType dtype);
 
 struct StoredTensor {

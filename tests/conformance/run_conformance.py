@@ -8,8 +8,9 @@ converter's message says), run with onnxstream-run, and
 compared the way ONNX's backend test runner compares: the same number of outputs, each with the same shape
 and dtype, within np.testing.assert_allclose(rtol=1e-3, atol=1e-7) (NaN equal to NaN). One exception:
 onnxstream-run writes float16 outputs as float32, so a float16 output is compared as float32. ONNX stores
-bfloat16 test data as uint16 bit patterns: such inputs go to onnxstream-run with --input-dtype NAME=bfloat16,
-and such outputs are compared as the float32 values of their bits.
+bfloat16 and float8 test data as bit patterns (uint16, uint8): such inputs go to onnxstream-run with
+--input-dtype NAME=bfloat16 (float8e4m3fn, ...), and such outputs, which onnxstream-run writes as float32, are
+compared with the float32 values of their bits (ONNX's own float8 decoding).
 
 Each test ends in one category: pass, refused-at-conversion, refused-at-run, wrong-result, crash, timeout.
 expected_failures_onnx-VERSION.tsv beside this file lists the tests that do not pass and why; the run
@@ -133,11 +134,29 @@ def bfloat16_bits_to_float32(bits):
     return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
-def compare(expected, got, bfloat16=False):
-    """None when got matches expected as ONNX's backend runner requires, else what differs. bfloat16: the
-    output is bfloat16, expected holds its bit patterns and onnxstream-run wrote it as float32."""
-    if bfloat16 and expected.dtype == np.uint16:
-        expected = bfloat16_bits_to_float32(expected)
+def float8_decoder(fn, uz, e5m2=False):
+    def decode(bits):
+        convert = numpy_helper.float8e5m2_to_float32 if e5m2 else numpy_helper.float8e4m3_to_float32
+        return convert(bits.view(np.uint8), fn=fn, uz=uz).astype(np.float32).reshape(bits.shape)
+    return decode
+
+
+# ONNX element types whose test data holds bit patterns: the engine's dtype name, the bits' numpy dtype and
+# their float32 values.
+BIT_PATTERN_TYPES = {onnx.TensorProto.BFLOAT16: ("bfloat16", np.uint16, bfloat16_bits_to_float32)}
+for _name, _args in (("FLOAT8E4M3FN", (True, False)), ("FLOAT8E4M3FNUZ", (True, True)),
+                     ("FLOAT8E5M2", (False, False, True)), ("FLOAT8E5M2FNUZ", (True, True, True))):
+    if hasattr(onnx.TensorProto, _name):  # ONNX 1.14 and later
+        BIT_PATTERN_TYPES[getattr(onnx.TensorProto, _name)] = (_name.lower(), np.uint8, float8_decoder(*_args))
+
+
+def compare(expected, got, elem_type=None):
+    """None when got matches expected as ONNX's backend runner requires, else what differs. elem_type: the
+    output's ONNX type; for the BIT_PATTERN_TYPES, expected holds bit patterns and onnxstream-run wrote float32."""
+    if elem_type in BIT_PATTERN_TYPES:
+        _, bits_dtype, to_float32 = BIT_PATTERN_TYPES[elem_type]
+        if expected.dtype.itemsize == np.dtype(bits_dtype).itemsize and expected.dtype.kind in "uV":
+            expected = to_float32(expected.view(bits_dtype))
     if got.shape != expected.shape:
         return "shape %s, expected %s" % (list(got.shape), list(expected.shape))
     if expected.dtype == np.float16 and got.dtype == np.float32:
@@ -193,7 +212,7 @@ def run_test(test_dir, a):
         n_out = len([f for f in os.listdir(data) if re.fullmatch(r"output_\d+\.pb", f)])
 
         convert = [a.convert, os.path.join(test_dir, "model.onnx"), os.path.join(work, "model")]
-        feeds, bf16_inputs = [], []
+        feeds, bit_inputs = [], []
         for i, inp in enumerate(inputs[:n_in]):
             if not inp.type.HasField("tensor_type"):
                 feeds = None
@@ -203,10 +222,12 @@ def run_test(test_dir, a):
             if inp.type.tensor_type.HasField("shape") and any(not d.HasField("dim_value") for d in dims):
                 convert += ["--input-shape", "%s=%s" % (inp.name, ",".join(map(str, x.shape)))]
             path = os.path.join(work, "input_%d.npy" % i)
+            pattern = BIT_PATTERN_TYPES.get(inp.type.tensor_type.elem_type)
+            if pattern and x.dtype.itemsize == np.dtype(pattern[1]).itemsize:
+                x = x.view(pattern[1])  # ONNX's float8 arrays are structured uint8
+                bit_inputs.append((inp.name, pattern[0]))
             np.save(path, x)
             feeds.append((inp.name, path))
-            if inp.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16 and x.dtype == np.uint16:
-                bf16_inputs.append(inp.name)
 
         cat, rc, out, err = run_tool(convert, a.timeout)
         # A shape that only an input's values decide: do what the converter's message says and pin those
@@ -237,7 +258,7 @@ def run_test(test_dir, a):
         out_dir = os.path.join(work, "out")
         declared = model_txt_inputs(os.path.join(work, "model"))
         feeds = [arg for n, path in feeds if escape(n) in declared for arg in ("--input", "%s=%s" % (n, path))] + [
-            arg for n in bf16_inputs if escape(n) in declared for arg in ("--input-dtype", n + "=bfloat16")]
+            arg for n, dtype in bit_inputs if escape(n) in declared for arg in ("--input-dtype", n + "=" + dtype)]
         cat, rc, out, err = run_tool([a.run, os.path.join(work, "model"), "--threads", "1", "--output-dir", out_dir,
                                       "--json"] + feeds, a.timeout)
         if cat or rc != 0:
@@ -252,8 +273,7 @@ def run_test(test_dir, a):
             if mine is None:
                 problems.append("%s: missing" % o.name)
                 continue
-            bf16 = o.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16
-            problem = compare(expected, np.load(mine["file"], allow_pickle=False), bfloat16=bf16)
+            problem = compare(expected, np.load(mine["file"], allow_pickle=False), o.type.tensor_type.elem_type)
             if problem:
                 problems.append("%s: %s" % (o.name, problem))
         if problems:

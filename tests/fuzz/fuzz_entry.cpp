@@ -10,6 +10,7 @@
 #include "graph/planner.h"
 #include "exec/range_data.h"
 #include "tensor/allocator.h"
+#include "tensor/float8.h"
 #include "tensor/half.h"
 #include "util/npy.h"
 #include "util/error.h"
@@ -74,6 +75,15 @@ Tensor synth_constant(const Allocator &alloc, const WeightSpec &spec) {
         case DType::U32: t.data<uint32_t>()[i] = static_cast<uint32_t>(v + 2); break;
         case DType::U64: t.data<uint64_t>()[i] = static_cast<uint64_t>(v + 2); break;
         case DType::BF16: t.data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v)); break;
+        case DType::F8E4M3FN:
+        case DType::F8E4M3FNUZ:
+        case DType::F8E5M2:
+        case DType::F8E5M2FNUZ: {
+            Float8Format f;
+            float8_format(spec.dtype, f);
+            t.data<uint8_t>()[i] = double_to_float8(v, f, true);
+            break;
+        }
         }
     }
     return t;

@@ -39,6 +39,10 @@ class DType(AppendOnlyEnum):
     UINT32 = 11  #: since 0.13
     UINT64 = 12  #: since 0.13
     BFLOAT16 = 13  #: since 0.13; NumPy has no bfloat16: arrays of it are uint16 bit patterns
+    FLOAT8E4M3FN = 14  #: since 0.14; NumPy has no float8: arrays of the float8 types are uint8 bit patterns
+    FLOAT8E4M3FNUZ = 15  #: since 0.14
+    FLOAT8E5M2 = 16  #: since 0.14
+    FLOAT8E5M2FNUZ = 17  #: since 0.14
 
 
 class Provider(enum.IntEnum):

@@ -34,9 +34,14 @@ _TO_NUMPY = {
     DType.UINT32: np.dtype(np.uint32),
     DType.UINT64: np.dtype(np.uint64),
     DType.BFLOAT16: np.dtype(np.uint16),  # bit patterns
+    DType.FLOAT8E4M3FN: np.dtype(np.uint8),
+    DType.FLOAT8E4M3FNUZ: np.dtype(np.uint8),
+    DType.FLOAT8E5M2: np.dtype(np.uint8),
+    DType.FLOAT8E5M2FNUZ: np.dtype(np.uint8),
 }
-# A uint16 array is uint16 unless the caller says bfloat16.
-_FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items() if k != DType.BFLOAT16}
+# A uint16 (uint8) array is uint16 (uint8) unless the caller says bfloat16 (a float8 type).
+_BIT_PATTERN_TYPES = (DType.BFLOAT16, DType.FLOAT8E4M3FN, DType.FLOAT8E4M3FNUZ, DType.FLOAT8E5M2, DType.FLOAT8E5M2FNUZ)
+_FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items() if k not in _BIT_PATTERN_TYPES}
 
 
 class TensorInfo(NamedTuple):

@@ -36,6 +36,10 @@ pub const ONNXSTREAM_DTYPE_UINT16: onnxstream_dtype_t = 10;
 pub const ONNXSTREAM_DTYPE_UINT32: onnxstream_dtype_t = 11;
 pub const ONNXSTREAM_DTYPE_UINT64: onnxstream_dtype_t = 12;
 pub const ONNXSTREAM_DTYPE_BFLOAT16: onnxstream_dtype_t = 13;
+pub const ONNXSTREAM_DTYPE_FLOAT8E4M3FN: onnxstream_dtype_t = 14;
+pub const ONNXSTREAM_DTYPE_FLOAT8E4M3FNUZ: onnxstream_dtype_t = 15;
+pub const ONNXSTREAM_DTYPE_FLOAT8E5M2: onnxstream_dtype_t = 16;
+pub const ONNXSTREAM_DTYPE_FLOAT8E5M2FNUZ: onnxstream_dtype_t = 17;
 
 pub const ONNXSTREAM_PROVIDER_AUTO: i32 = -1;
 pub const ONNXSTREAM_PROVIDER_NOCACHE: i32 = 0;
@@ -470,6 +474,10 @@ mod layout_tests {
             ONNXSTREAM_DTYPE_UINT32,
             ONNXSTREAM_DTYPE_UINT64,
             ONNXSTREAM_DTYPE_BFLOAT16,
+            ONNXSTREAM_DTYPE_FLOAT8E4M3FN,
+            ONNXSTREAM_DTYPE_FLOAT8E4M3FNUZ,
+            ONNXSTREAM_DTYPE_FLOAT8E5M2,
+            ONNXSTREAM_DTYPE_FLOAT8E5M2FNUZ,
             ONNXSTREAM_PROVIDER_AUTO,
             ONNXSTREAM_MEMORY_BALANCED,
             ONNXSTREAM_MEMORY_MIN,

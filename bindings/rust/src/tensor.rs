@@ -32,6 +32,14 @@ pub enum DType {
     UInt64,
     /// Since 0.13: the top 16 bits of an f32, stored as `u16` bit patterns.
     BFloat16,
+    /// Since 0.14: the float8 types, stored as `u8` bit patterns.
+    Float8E4M3FN,
+    /// Since 0.14.
+    Float8E4M3FNUZ,
+    /// Since 0.14.
+    Float8E5M2,
+    /// Since 0.14.
+    Float8E5M2FNUZ,
     /// A value this version of the crate does not know.
     Unknown(i32),
 }
@@ -52,6 +60,10 @@ impl DType {
             sys::ONNXSTREAM_DTYPE_UINT32 => DType::UInt32,
             sys::ONNXSTREAM_DTYPE_UINT64 => DType::UInt64,
             sys::ONNXSTREAM_DTYPE_BFLOAT16 => DType::BFloat16,
+            sys::ONNXSTREAM_DTYPE_FLOAT8E4M3FN => DType::Float8E4M3FN,
+            sys::ONNXSTREAM_DTYPE_FLOAT8E4M3FNUZ => DType::Float8E4M3FNUZ,
+            sys::ONNXSTREAM_DTYPE_FLOAT8E5M2 => DType::Float8E5M2,
+            sys::ONNXSTREAM_DTYPE_FLOAT8E5M2FNUZ => DType::Float8E5M2FNUZ,
             other => DType::Unknown(other),
         }
     }
@@ -71,6 +83,10 @@ impl DType {
             DType::UInt32 => sys::ONNXSTREAM_DTYPE_UINT32,
             DType::UInt64 => sys::ONNXSTREAM_DTYPE_UINT64,
             DType::BFloat16 => sys::ONNXSTREAM_DTYPE_BFLOAT16,
+            DType::Float8E4M3FN => sys::ONNXSTREAM_DTYPE_FLOAT8E4M3FN,
+            DType::Float8E4M3FNUZ => sys::ONNXSTREAM_DTYPE_FLOAT8E4M3FNUZ,
+            DType::Float8E5M2 => sys::ONNXSTREAM_DTYPE_FLOAT8E5M2,
+            DType::Float8E5M2FNUZ => sys::ONNXSTREAM_DTYPE_FLOAT8E5M2FNUZ,
             DType::Unknown(code) => code,
         }
     }
@@ -301,6 +317,10 @@ mod tests {
             DType::UInt32,
             DType::UInt64,
             DType::BFloat16,
+            DType::Float8E4M3FN,
+            DType::Float8E4M3FNUZ,
+            DType::Float8E5M2,
+            DType::Float8E5M2FNUZ,
         ] {
             assert_eq!(DType::from_code(d.code()), d);
             assert_ne!(d.name(), "unknown");
