@@ -1,5 +1,5 @@
 // dtype sets, integer dispatch and exact integer arithmetic of the element-wise op families
-// (arithmetic.cpp, comparison.cpp, unary_math.cpp, cast.cpp).
+// (arithmetic.cpp, comparison.cpp, unary_math.cpp, cast.cpp, bitwise.cpp).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,9 @@ const std::initializer_list<DType> kAnyFloatTypes = {DType::F32, DType::F16, DTy
 const std::initializer_list<DType> kNumericTypes = {DType::F32, DType::F16, DType::F64, DType::I64,
                                                     DType::I32, DType::I16, DType::I8,  DType::U64,
                                                     DType::U32, DType::U16, DType::U8};
+// The integer dtypes (Bool excluded), signed and unsigned: the bitwise family.
+const std::initializer_list<DType> kIntegerTypes = {DType::I64, DType::I32, DType::I16, DType::I8,
+                                                    DType::U64, DType::U32, DType::U16, DType::U8};
 const std::initializer_list<DType> kAllTypes = {DType::F32, DType::F16, DType::F64, DType::I64,
                                                 DType::I32, DType::I16, DType::I8,  DType::U64,
                                                 DType::U32, DType::U16, DType::U8,  DType::Bool};

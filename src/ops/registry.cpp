@@ -15,6 +15,7 @@ const Registry &Registry::builtin() {
         register_comparison_ops(r);
         register_unary_math_ops(r);
         register_cast_ops(r);
+        register_bitwise_ops(r);
         register_activation_ops(r);
         register_conv_ops(r);
         register_matmul_gemm_ops(r);

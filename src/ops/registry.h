@@ -39,6 +39,7 @@ void register_arithmetic_ops(Registry &r);      // ops/arithmetic.cpp
 void register_comparison_ops(Registry &r);      // ops/comparison.cpp
 void register_unary_math_ops(Registry &r);      // ops/unary_math.cpp
 void register_cast_ops(Registry &r);            // ops/cast.cpp
+void register_bitwise_ops(Registry &r);         // ops/bitwise.cpp
 void register_activation_ops(Registry &r);      // ops/activation.cpp
 void register_conv_ops(Registry &r);            // ops/conv.cpp
 void register_matmul_gemm_ops(Registry &r);     // ops/matmul_gemm.cpp

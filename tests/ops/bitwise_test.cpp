@@ -1,0 +1,3 @@
+#include "ops/harness.h"
+
+ONNXSTREAM_OP_FAMILY_TEST(bitwise)
