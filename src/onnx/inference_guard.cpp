@@ -75,10 +75,47 @@ void check(onnx::InferenceContext &ctx, const Guarded &g) {
                  " spatial dimensions (it needs ", 2 * (xr - 2), ")");
 }
 
+// Resize and Pad forms of opset 18 and later that the model keeps (opset_downgrade.h): Resize-13's inference
+// would take sizes for the output shape whatever keep_aspect_ratio_policy says, and it and Pad-13's refuse
+// scales, sizes or pads listing fewer axes than the input has.
+bool newer_form(onnx::InferenceContext &ctx, const std::string &op) {
+    if (op == "Pad") return ctx.getNumInputs() > 3;
+    if (ctx.getAttribute("axes")) return true;
+    const onnx::AttributeProto *policy = ctx.getAttribute("keep_aspect_ratio_policy");
+    return policy && policy->s() != "stretch";
+}
+
+// Such a node's output gets the input's element type and rank only; the engine's inference gives the
+// dimensions (engine_shapes.h), from the constant scales, sizes, pads and axes.
+void infer_rank_only(onnx::InferenceContext &ctx) {
+    onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+    const onnx::TypeProto *t = ctx.getInputType(0);
+    if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) return;
+    onnx::TensorShapeProto *out = ctx.getOutputType(0)->mutable_tensor_type()->mutable_shape();
+    out->clear_dim();
+    for (int i = 0; i < t->tensor_type().shape().dim_size(); ++i) out->add_dim();
+}
+
 void install() {
     const auto &map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
     auto range = map.find(onnx::ONNX_DOMAIN);
     if (range == map.end()) return;
+    for (const char *op : {"Resize", "Pad"}) {
+        std::unordered_set<const onnx::OpSchema *> seen;
+        for (int v = range->second.first; v <= range->second.second; ++v) {
+            const onnx::OpSchema *s = onnx::OpSchemaRegistry::Schema(op, v, onnx::ONNX_DOMAIN);
+            if (!s || !seen.insert(s).second || !s->has_type_and_shape_inference_function()) continue;
+            onnx::InferenceFunction original = s->GetTypeAndShapeInferenceFunction();
+            const std::string name = op;
+            const_cast<onnx::OpSchema *>(s)->TypeAndShapeInferenceFunction(
+                [name, original](onnx::InferenceContext &ctx) {
+                    if (newer_form(ctx, name))
+                        infer_rank_only(ctx);
+                    else
+                        original(ctx);
+                });
+        }
+    }
     for (const Guarded &g : kGuarded) {
         std::unordered_set<const onnx::OpSchema *> seen;
         for (int v = range->second.first; v <= range->second.second; ++v) {

@@ -5,6 +5,9 @@
 // differs from the input's, or a zero stride, is an out-of-bounds read or a division by zero inside the
 // library (a crash, not an error). The ranks are only known while inference runs (they are inferred from
 // upstream nodes), so the check wraps those operators' inference functions in the schema registry.
+// Resize's and Pad's are wrapped too: for their opset-18+ forms (chosen axes, keep_aspect_ratio_policy),
+// which the model keeps although it is read as opset 17, ONNX's opset-17 inference is wrong or fails, so
+// they get the input's element type and rank and the engine's inference fills in the dimensions.
 #pragma once
 
 #include <cstddef>

@@ -6,10 +6,12 @@
 // drops num_outputs, defaulted new attributes go), and the model is then read as opset 17 on every Debian
 // version. Operators new in those opsets (Gelu, GroupNormalization, Mish, ...) stay as they are: ONNX's
 // opset 17 has no schema for them, so validation and inference leave them to the engine's own checks.
-// A form with no opset-17 equivalent (Resize or Pad along chosen axes) is refused, naming the node and the
-// attribute. ScatterND's and ScatterElements' reductions max and min (opset 18) keep opset 16's attribute,
-// which the engine reads. Resize's antialias has none either, but the engine implements it: the
-// attribute stays, and validation lets it through (validate.cpp).
+// Forms with no opset-17 equivalent that the engine implements stay as they are: validation lets them
+// through (validate.cpp), and where ONNX's opset-17 inference would misread them the engine's inference
+// gives their shapes (inference_guard.cpp). Those are Resize's antialias, axes, keep_aspect_ratio_policy
+// and half_pixel_symmetric coordinates, Pad's axes input and wrap mode, and ScatterND's and
+// ScatterElements' reductions max and min (in opset 16's attribute). Other such forms are refused, naming
+// the node and the attribute.
 #include "onnx/opset_downgrade.h"
 
 #include <algorithm>
@@ -160,15 +162,15 @@ private:
                 drop(n, "num_outputs"); // opset 17 splits into as many parts as there are outputs
             }
         } else if (op == "Pad") {
-            if (n.input_size() > 3 && !n.input(3).empty()) refuse(what, "padding along chosen axes");
-            if (onnx::AttributeProto *a = find(n, "mode"); a && a->s() == "wrap") refuse(what, "mode 'wrap'");
+            // An empty axes input means every axis, opset 17's Pad; named axes and mode 'wrap' stay for the
+            // engine's Pad.
+            if (n.input_size() > 3 && n.input(3).empty()) n.mutable_input()->DeleteSubrange(3, n.input_size() - 3);
         } else if (op == "Resize") {
-            // antialias = 1 stays: the engine's Resize does it; validation lets it through (validate.cpp).
+            // antialias = 1, axes, keep_aspect_ratio_policy and half_pixel_symmetric stay: the engine's Resize
+            // does them.
             if (onnx::AttributeProto *a = find(n, "antialias"); a && a->i() == 0) drop(n, "antialias");
-            drop_default(n, what, "keep_aspect_ratio_policy", 0, "stretch");
-            if (find(n, "axes")) refuse(what, "resizing chosen axes");
-            if (onnx::AttributeProto *a = find(n, "coordinate_transformation_mode"); a && a->s() == "half_pixel_symmetric")
-                refuse(what, "coordinate_transformation_mode 'half_pixel_symmetric'");
+            if (onnx::AttributeProto *a = find(n, "keep_aspect_ratio_policy"); a && a->s() == "stretch")
+                drop(n, "keep_aspect_ratio_policy");
         } else if (op == "AveragePool" || op == "LpPool") {
             if (onnx::AttributeProto *a = find(n, "dilations")) {
                 if (std::any_of(a->ints().begin(), a->ints().end(), [](int64_t d) { return d != 1; }))

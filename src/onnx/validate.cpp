@@ -1,5 +1,6 @@
 #include "onnx/validate.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <unordered_map>
@@ -72,6 +73,13 @@ void check_attribute_tensors(const onnx::AttributeProto &a, const std::string &w
 void validate_graph(const onnx::GraphProto &g, Context &ctx, std::vector<const Scope *> &outer, int depth,
                     const std::string &where);
 
+// What opsets after the one the model is read as added to an ONNX operator and the engine implements
+// (opset_downgrade.h): the schema the node is checked against does not know them.
+bool newer_attribute(const std::string &op, const std::string &name) {
+    return op == "Resize" && (name == "antialias" || name == "axes" || name == "keep_aspect_ratio_policy");
+}
+int newer_max_inputs(const std::string &op) { return op == "Pad" ? 4 : 0; } // Pad-18's axes
+
 // Counts, required inputs/outputs and attributes of one node against its operator's schema.
 void check_against_schema(const onnx::NodeProto &n, const std::string &what, const Context &ctx) {
     const std::string domain = domain_key(n.domain());
@@ -95,9 +103,10 @@ void check_against_schema(const onnx::NodeProto &n, const std::string &what, con
     auto range = [](int lo, int hi) {
         return lo == hi ? cat(lo) : hi == std::numeric_limits<int>::max() ? cat(lo, " or more") : cat(lo, " to ", hi);
     };
-    if (ins < schema->min_input() || ins > schema->max_input())
+    const int max_in = std::max(schema->max_input(), domain.empty() ? newer_max_inputs(n.op_type()) : 0);
+    if (ins < schema->min_input() || ins > max_in)
         fail(ONNXSTREAM_ERR_INVALID_MODEL, ctx.path, ": ", what, " has ", ins, plural(size_t(ins), " input", " inputs"),
-             " but ", op, " takes ", range(schema->min_input(), schema->max_input()));
+             " but ", op, " takes ", range(schema->min_input(), max_in));
     if (outs < schema->min_output() || outs > schema->max_output())
         fail(ONNXSTREAM_ERR_INVALID_MODEL, ctx.path, ": ", what, " has ", outs,
              plural(size_t(outs), " output", " outputs"), " but ", op, " produces ",
@@ -120,9 +129,7 @@ void check_against_schema(const onnx::NodeProto &n, const std::string &what, con
     for (const auto &a : n.attribute()) {
         auto it = declared.find(a.name());
         if (it == declared.end()) {
-            // Attributes of opsets after the one the model is read as that the engine implements
-            // (opset_downgrade.h).
-            if (domain.empty() && n.op_type() == "Resize" && a.name() == "antialias") continue;
+            if (domain.empty() && newer_attribute(n.op_type(), a.name())) continue;
             if (domain.empty())
                 fail(ONNXSTREAM_ERR_INVALID_MODEL, ctx.path, ": ", what, " has the attribute '", a.name(), "', which ",
                      op, " does not define");

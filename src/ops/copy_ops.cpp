@@ -229,21 +229,30 @@ Shape pad_shape(const std::string &where, const Shape &in, const std::vector<int
         if (out[a] < 0)
             invalid(where, "pads ", shape_str(pads), " remove more than the ", in[a], " elements of axis ",
                     a);
-        if (mode != PadMode::Constant && in[a] == 0 && out[a] > 0)
-            invalid(where, "cannot pad the empty axis ", a, " in a non-constant mode");
+        if (mode != PadMode::Constant && in[a] + std::min<int64_t>(b, 0) + std::min<int64_t>(e, 0) <= 0 &&
+            out[a] > 0)
+            invalid(where, in[a] == 0 ? cat("cannot pad the empty axis ", a, " in a non-constant mode")
+                                      : cat("pads ", shape_str(pads), " remove every element of axis ", a,
+                                            ", leaving nothing to pad it with in a non-constant mode"));
     }
     return checked_shape(where, out, "output shape");
 }
 
-int64_t pad_source(int64_t s, int64_t d, PadMode mode) {
+// The input index a non-constant mode reads for index s of an axis whose begin pad is b and end pad e.
+// Negative pads crop first, and the mode then reads the part of the axis that is kept (as ONNX Runtime
+// does): wrap repeats that part, edge and reflect stop at its ends.
+int64_t pad_source(int64_t s, int64_t d, int64_t b, int64_t e, PadMode mode) {
+    const int64_t first = std::max<int64_t>(-b, 0);
+    d += std::min<int64_t>(b, 0) + std::min<int64_t>(e, 0);
+    s -= first;
     switch (mode) {
-    case PadMode::Edge: return std::clamp<int64_t>(s, 0, d - 1);
-    case PadMode::Wrap: return ((s % d) + d) % d;
+    case PadMode::Edge: return first + std::clamp<int64_t>(s, 0, d - 1);
+    case PadMode::Wrap: return first + ((s % d) + d) % d;
     default: {
-        if (d == 1) return 0;
+        if (d == 1) return first;
         int64_t period = 2 * (d - 1);
         s = ((s % period) + period) % period;
-        return s < d ? s : period - s;
+        return first + (s < d ? s : period - s);
     }
     }
 }
@@ -589,8 +598,10 @@ void pad_run(RunContext &ctx) {
         return;
     }
     const Shape &din = in.shape();
+    std::vector<int64_t> end(n);
+    for (size_t i = 0; i < n; ++i) end[i] = out_shape[i] - din[i] - begin[i];
     std::vector<int64_t> in_strides = contiguous_strides(din);
-    int64_t width = out_shape[n - 1], in_width = din[n - 1], pb = begin[n - 1];
+    int64_t width = out_shape[n - 1], in_width = din[n - 1], pb = begin[n - 1], pe = end[n - 1];
     int64_t lo = std::clamp<int64_t>(pb, 0, width), hi = std::clamp<int64_t>(pb + in_width, lo, width);
     int64_t rows = out.numel() / width;
     const char *src = static_cast<const char *>(in.raw());
@@ -614,7 +625,7 @@ void pad_run(RunContext &ctx) {
                         fill_row = true;
                         break;
                     }
-                    s = pad_source(s, din[i], mode);
+                    s = pad_source(s, din[i], begin[i], end[i], mode);
                 }
                 off += s * in_strides[i];
             }
@@ -631,9 +642,8 @@ void pad_run(RunContext &ctx) {
                     for (int64_t j = 0; j < width; ++j) {
                         if (j == lo) j = hi;
                         if (j >= width) break;
-                        std::memcpy(drow + j * esz,
-                                    srow + pad_source(j - pb, in_width, mode) * static_cast<int64_t>(esz),
-                                    esz);
+                        const int64_t from = pad_source(j - pb, in_width, pb, pe, mode);
+                        std::memcpy(drow + j * esz, srow + from * static_cast<int64_t>(esz), esz);
                     }
                 }
             }

@@ -3,13 +3,14 @@
 against ONNX Runtime:
 - the Reduce family with axes as an input (constant, absent, empty with noop_with_empty_axes: the
   element-wise part alone, |x|, x*x, log x, x), Split with num_outputs (even and uneven), Resize with the new
-  attributes at their defaults and with antialias, Cast with saturate, and Conv at opset 22;
+  attributes at their defaults, with antialias, along chosen axes, with keep_aspect_ratio_policy and with
+  half_pixel_symmetric coordinates, Pad along chosen axes and in wrap mode, Cast with saturate, and Conv at
+  opset 22;
 - a Reduce whose axes are a graph input: refused naming the input, converted once --input-value pins it;
 - operators new in those opsets that the engine runs: Gelu (20), GroupNormalization with per-group (18) and
   per-channel (21) scale and bias, Mish (18);
-- forms opset 17 cannot express are refused naming the node and the reason (Resize and Pad along chosen
-  axes), malformed ones too (float axes, num_outputs against the outputs), and opset 23 is refused naming
-  the newest opset read.
+- malformed forms are refused naming the node and the reason (float axes, num_outputs against the
+  outputs), and opset 23 is refused naming the newest opset read.
 usage: opset_test.py --convert CONVERT --node-modules DIR --work DIR
 """
 import os
@@ -60,6 +61,21 @@ save("resize_axes", [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode
 save("pad_axes", [helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"])],
      [f("x", [2, 3])], [f("y", None)], 18, [nh.from_array(np.array([1, 1], np.int64), "pads"),
                                            nh.from_array(np.array([1], np.int64), "axes")])
+# opset 19: Resize's keep_aspect_ratio_policy over reversed axes feeding a Relu (its shape comes from the
+# engine's inference), half_pixel_symmetric; Pad in wrap mode along chosen axes, and with the axes omitted
+save("resize19_aspect", [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="nearest", axes=[3, 2],
+                                          keep_aspect_ratio_policy="not_larger"),
+                         helper.make_node("Relu", ["y"], ["z"])],
+     [f("x", [1, 2, 6, 8])], [f("z", None)], 19, [nh.from_array(np.array([5, 9], np.int64), "sizes")])
+save("resize19_symmetric", [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear",
+                                             coordinate_transformation_mode="half_pixel_symmetric")],
+     [f("x", [1, 2, 5, 7])], [f("y", None)], 19,
+     [nh.from_array(np.array([1, 1, 1.7, 0.6], np.float32), "scales")])
+save("pad19_wrap", [helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"], mode="wrap"),
+                    helper.make_node("Pad", ["y", "pads2", "", ""], ["z"], mode="wrap")],
+     [f("x", [2, 3, 4])], [f("z", None)], 19,
+     [nh.from_array(np.array([2, 1, 1, 3], np.int64), "pads"), nh.from_array(np.array([-1, 0], np.int64), "axes"),
+      nh.from_array(np.array([0, 1, 0, 0, 2, 1], np.int64), "pads2")])
 save("reduce_float_axes", [helper.make_node("ReduceMean", ["x", "axes"], ["m"])], [f("x", [2, 3])], [f("m", None)], 18,
      [nh.from_array(np.array([1], np.float32), "axes")])
 save("split_bad_num", [helper.make_node("Split", ["x"], ["a", "b"], axis=1, num_outputs=3)], [f("x", [2, 9])],
@@ -78,11 +94,11 @@ save("groupnorm18", [helper.make_node("GroupNormalization", ["x", "s", "b"], ["y
      [nh.from_array(np.array([1, 2], np.float32), "s"), nh.from_array(np.array([0, .5], np.float32), "b")])
 '''
 
-CONVERTS = ["reduce18", "split18", "split18_uneven", "resize19", "resize_antialias", "gelu20", "groupnorm18",
-            "groupnorm21", "conv22"] + \
+CONVERTS = ["reduce18", "split18", "split18_uneven", "resize19", "resize_antialias", "resize_axes", "pad_axes",
+            "resize19_aspect", "resize19_symmetric", "pad19_wrap", "gelu20", "groupnorm18", "groupnorm21",
+            "conv22"] + \
     ["noop_" + op for op in ["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceProd", "ReduceMin"]]
-REFUSED = {"resize_axes": "resizing chosen axes", "pad_axes": "padding along chosen axes",
-           "opset23": "newest onnxstream reads (22)", "reduce_float_axes": "axes is float; ONNX asks for int64",
+REFUSED = {"opset23": "newest onnxstream reads (22)", "reduce_float_axes": "axes is float; ONNX asks for int64",
            "split_bad_num": "num_outputs is 3 but the node has 2 outputs"}
 
 

@@ -1,7 +1,7 @@
 """Pooling and resizing: MaxPool/AveragePool (1-D/2-D/3-D, strides, dilations, asymmetric pads, ceil_mode,
 auto_pad, count_include_pad), GlobalAveragePool/GlobalMaxPool, Resize (nearest with every nearest_mode,
 linear and cubic, every coordinate_transformation_mode, scales or sizes, roi with tf_crop_and_resize, opset
-10/11/13/18 input forms, axes, keep_aspect_ratio_policy and antialias), Upsample (opset 7 and 9) and GridSample
+10/11/13/18/19 input forms, axes, keep_aspect_ratio_policy and antialias), Upsample (opset 7 and 9) and GridSample
 (every mode, padding mode and align_corners)."""
 
 import numpy as np
@@ -305,3 +305,30 @@ add("gridsample_f16", "GridSample", [rand(1, 3, 6, 7, dtype="float16"), rand(1, 
     opset=16, attrs=dict(mode="bilinear", padding_mode="border"))
 add("gridsample_1px_align_reflection", "GridSample", [rand(1, 2, 1, 1), rand(1, 3, 3, 2, low=-2.0, high=2.0)],
     opset=16, attrs=dict(mode="bilinear", padding_mode="reflection", align_corners=1))
+
+# --- Resize at opset 19 ----------------------------------------------------------------------------------------
+# half_pixel_symmetric with every mode, axes listed out of order, keep_aspect_ratio_policy over chosen axes and
+# over every axis (the policy then scales N and C too), tf_crop_and_resize over reversed axes. (ONNX Runtime
+# runs cubic on 2-D and 4-D inputs only and linear over N or C on no 4-D input: those take other modes.)
+resize_scales("resize19_half_pixel_symmetric_cubic", (1, 2, 6, 7), [1, 1, 1.5, 0.7], opset=19, mode="cubic",
+              coordinate_transformation_mode="half_pixel_symmetric", out_shapes=[(1, 2, 9, 4)])
+resize_scales("resize19_half_pixel_symmetric_nearest_down", (1, 2, 9, 8), [1, 1, 0.6, 0.45], opset=19,
+              mode="nearest", coordinate_transformation_mode="half_pixel_symmetric", nearest_mode="floor",
+              out_shapes=[(1, 2, 5, 3)])
+resize_sizes("resize19_half_pixel_symmetric_sizes", (1, 2, 5, 7), [1, 2, 8, 3], opset=19, mode="linear",
+             coordinate_transformation_mode="half_pixel_symmetric", out_shapes=[(1, 2, 8, 3)])
+add("resize19_axes_reversed_scales", "Resize", [rand(1, 2, 5, 7), None, f32([0.6, 1.8])], opset=19,
+    attrs=dict(mode="linear", axes=[3, 2]), out_shapes=[(1, 2, 9, 4)])
+add("resize19_axes_one", "Resize", [rand(2, 6, 5), None, None, i64([11])], opset=19,
+    attrs=dict(mode="linear", axes=[1]), out_shapes=[(2, 11, 5)])
+add("resize19_not_larger_reversed_axes", "Resize", [rand(1, 2, 6, 8), None, None, i64([5, 9])], opset=19,
+    attrs=dict(mode="nearest", axes=[3, 2], keep_aspect_ratio_policy="not_larger"), out_shapes=[(1, 2, 4, 5)])
+add("resize19_not_smaller_down", "Resize", [rand(1, 2, 9, 12), None, None, i64([4, 3])], opset=19,
+    attrs=dict(mode="linear", axes=[2, 3], keep_aspect_ratio_policy="not_smaller"), out_shapes=[(1, 2, 4, 5)])
+add("resize19_not_smaller_every_axis", "Resize", [rand(1, 2, 6, 8), None, None, i64([1, 2, 9, 9])], opset=19,
+    attrs=dict(mode="nearest", keep_aspect_ratio_policy="not_smaller"), out_shapes=[(2, 3, 9, 12)])
+add("resize19_not_larger_every_axis", "Resize", [rand(1, 3, 6, 8), None, None, i64([2, 3, 3, 6])], opset=19,
+    attrs=dict(mode="nearest", keep_aspect_ratio_policy="not_larger"), out_shapes=[(1, 2, 3, 4)])
+add("resize19_crop_axes_reversed", "Resize", [rand(1, 2, 8, 9), f32([-0.1, 0.2, 1.3, 0.8]), None, i64([7, 6])],
+    opset=19, attrs=dict(mode="nearest", axes=[3, 2], coordinate_transformation_mode="tf_crop_and_resize",
+                         extrapolation_value=-1.0), out_shapes=[(1, 2, 6, 7)])
