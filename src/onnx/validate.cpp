@@ -76,7 +76,10 @@ void validate_graph(const onnx::GraphProto &g, Context &ctx, std::vector<const S
 // What opsets after the one the model is read as added to an ONNX operator and the engine implements
 // (opset_downgrade.h): the schema the node is checked against does not know them.
 bool newer_attribute(const std::string &op, const std::string &name) {
-    return op == "Resize" && (name == "antialias" || name == "axes" || name == "keep_aspect_ratio_policy");
+    if (op == "Resize") return name == "antialias" || name == "axes" || name == "keep_aspect_ratio_policy";
+    if (op == "Cast" || op == "CastLike" || op == "DequantizeLinear") return name == "saturate";
+    if (op == "QuantizeLinear") return name == "saturate" || name == "output_dtype";
+    return false;
 }
 int newer_max_inputs(const std::string &op) { return op == "Pad" ? 4 : 0; } // Pad-18's axes
 
