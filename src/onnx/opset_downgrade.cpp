@@ -185,11 +185,12 @@ private:
                 else if (a->s() == "cubic") a->set_s("bicubic");
             }
         } else if (op == "Cast" || op == "CastLike" || op == "QuantizeLinear" || op == "DequantizeLinear") {
-            // saturate = 0 (conversions to float8 that overflow to NaN or infinity) and a non-zero output_dtype
-            // stay for the engine; validation lets them through (validate.cpp).
+            // saturate = 0 (conversions to float8 that overflow to NaN or infinity), a non-zero output_dtype
+            // and blocked quantization's block_size stay for the engine; validation lets them through
+            // (validate.cpp).
             if (onnx::AttributeProto *a = find(n, "saturate"); a && a->i() == 1) drop(n, "saturate");
             if (onnx::AttributeProto *a = find(n, "output_dtype"); a && a->i() == 0) drop(n, "output_dtype");
-            if (op == "QuantizeLinear" || op == "DequantizeLinear") drop_default(n, what, "block_size", 0);
+            if (onnx::AttributeProto *a = find(n, "block_size"); a && a->i() == 0) drop(n, "block_size");
         }
     }
 

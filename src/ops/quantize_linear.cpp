@@ -4,7 +4,7 @@
 // These compute on the integer codes themselves, unlike OnnxStream's own 8-bit weights (quantize.cpp,
 // quant_kernels.cpp), whose QuantParams make them stand for float values; a code input that carries such
 // parameters is refused rather than guessed at. Codes are 8- or 16-bit integers or float8 (opset 19/21),
-// scales float32 or float16; blocked quantization (opset 21 block_size) is refused.
+// scales float32 or float16, per tensor, per axis or per block of the axis (opset 21 block_size).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -34,9 +34,7 @@ void require_plain_codes(const InferContext &ctx, size_t i, const char *what) {
 
 void refuse_newer_attributes(const InferContext &ctx) {
     const Attributes &a = ctx.attrs();
-    if (a.get_int("block_size", 0) != 0)
-        fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": attribute block_size (blocked quantization, opset 21) ",
-             "is not supported");
+    if (a.get_int("block_size", 0) < 0) ctx.error("attribute block_size is ", a.get_int("block_size", 0), "; it must be >= 0");
     const int64_t saturate = a.get_int("saturate", 1);
     if (saturate != 0 && saturate != 1) ctx.error("attribute saturate is ", saturate, "; it must be 0 or 1");
     if (a.has("precision"))
@@ -44,14 +42,51 @@ void refuse_newer_attributes(const InferContext &ctx) {
 }
 
 // x viewed as [outer, channels, inner] around the quantization axis; channels = 1 for per-tensor parameters.
+// Blocked quantization (block > 0) has a scale of x's shape but for ceil(channels / block) blocks along the
+// axis: one scale per block of `block` consecutive channels, per outer and inner index.
 struct AxisLayout {
     int64_t outer = 1, channels = 1, inner = 1;
+    int64_t block = 0, blocks = 0;
+    int64_t params() const { return block ? outer * blocks * inner : channels; }
+    // The scale (and zero point) of element i of line `line` (a line is `inner` elements of one channel).
+    size_t param(int64_t line, int64_t i) const {
+        if (!block) return static_cast<size_t>(line % channels);
+        return static_cast<size_t>(((line / channels) * blocks + (line % channels) / block) * inner + i);
+    }
 };
 
 // ONNX Runtime's rule: a scale with one element (rank 0 or 1) is per-tensor whatever the axis; otherwise it
 // must be 1-D with x.shape[axis] elements. The zero point, when present, has the scale's shape.
+AxisLayout blocked_layout(const std::string &where, const Attributes &attrs, const Shape &x, const Shape &scale,
+                          int64_t block) {
+    const int64_t rank = static_cast<int64_t>(x.size());
+    if (rank == 0) invalid(where, "blocked quantization needs an input of rank >= 1");
+    const size_t axis = static_cast<size_t>(normalize_axis(where, attrs.get_int("axis", 1), rank));
+    Shape want = x;
+    want[axis] = (x[axis] + block - 1) / block;
+    if (scale != want)
+        invalid(where, "with block_size ", block, " the scale of an input ", shape_str(x), " must have shape ",
+                shape_str(want), " (one per block of axis ", axis, "), got ", shape_str(scale));
+    AxisLayout l;
+    for (size_t i = 0; i < x.size(); ++i)
+        if (i < axis)
+            l.outer *= x[i];
+        else if (i > axis)
+            l.inner *= x[i];
+    l.channels = x[axis];
+    l.block = block;
+    l.blocks = want[axis];
+    return l;
+}
+
 AxisLayout axis_layout(const std::string &where, const Attributes &attrs, const Shape &x, const Shape &scale,
                        const Shape *zero_point) {
+    if (const int64_t block = attrs.get_int("block_size", 0); block > 0) {
+        if (zero_point && *zero_point != scale)
+            invalid(where, "the zero point (input 2) must have the scale's shape ", shape_str(scale), ", got ",
+                    shape_str(*zero_point));
+        return blocked_layout(where, attrs, x, scale, block);
+    }
     if (scale.size() > 1)
         invalid(where, "the scale (input 1) must be a scalar or 1-D, got shape ", shape_str(scale));
     if (zero_point && (zero_point->size() > 1 || shape_numel(*zero_point) != shape_numel(scale)))
@@ -179,7 +214,7 @@ std::vector<float> zero_values(const Tensor *zp, int64_t n) {
 // the node's saturate), float16 x and scale.
 void quantize_general(RunContext &ctx, const Tensor &x, const std::vector<float> &scale, const Tensor *zp,
                       const AxisLayout &l, Tensor &y) {
-    const std::vector<float> zero = zero_values(zp, l.channels);
+    const std::vector<float> zero = zero_values(zp, l.params());
     Float8Format f8;
     if (float8_format(y.dtype(), f8)) {
         const bool saturate = ctx.attrs().get_int("saturate", 1) != 0;
@@ -187,8 +222,10 @@ void quantize_general(RunContext &ctx, const Tensor &x, const std::vector<float>
         for_each_line(ctx, l, [&](int64_t line, size_t c) {
             std::vector<float> buf;
             const float *xl = line_as_float(x, line * l.inner, l.inner, buf);
-            for (int64_t i = 0; i < l.inner; ++i)
-                yd[line * l.inner + i] = double_to_float8(xl[i] / scale[c] + zero[c], f8, saturate);
+            for (int64_t i = 0; i < l.inner; ++i) {
+                const size_t p = l.block ? l.param(line, i) : c;
+                yd[line * l.inner + i] = double_to_float8(xl[i] / scale[p] + zero[p], f8, saturate);
+            }
         });
         return;
     }
@@ -200,8 +237,9 @@ void quantize_general(RunContext &ctx, const Tensor &x, const std::vector<float>
             std::vector<float> buf;
             const float *xl = line_as_float(x, line * l.inner, l.inner, buf);
             for (int64_t i = 0; i < l.inner; ++i) {
-                float v = std::nearbyint(xl[i] / scale[c]) + zero[c];
-                v = std::isnan(v) ? zero[c] : std::min(std::max(v, lo), hi);
+                const size_t p = l.block ? l.param(line, i) : c;
+                float v = std::nearbyint(xl[i] / scale[p]) + zero[p];
+                v = std::isnan(v) ? zero[p] : std::min(std::max(v, lo), hi);
                 yd[line * l.inner + i] = static_cast<Q>(v);
             }
         });
@@ -215,7 +253,7 @@ void quantize_run(RunContext &ctx) {
     AxisLayout l = axis_layout(ctx.node.where, ctx.attrs(), x.shape(), scale.shape(), zp_shape);
     Tensor &y = ctx.alloc_output(0);
     if (y.numel() == 0) return;
-    if (x.dtype() != DType::F32 || (y.dtype() != DType::U8 && y.dtype() != DType::I8)) {
+    if (x.dtype() != DType::F32 || (y.dtype() != DType::U8 && y.dtype() != DType::I8) || l.block) {
         quantize_general(ctx, x, scales_of(scale), zp, l, y);
         return;
     }
@@ -265,11 +303,13 @@ void dequantize_typed(const RunContext &ctx, const Q *x, const float *scale, con
 // Float8 codes, and any code type into a float16 y: (value - zero point's value) * scale, in float32.
 void dequantize_general(const RunContext &ctx, const Tensor &x, const std::vector<float> &scale, const Tensor *zp,
                         const AxisLayout &l, Tensor &y) {
-    const std::vector<float> zero = zero_values(zp, l.channels);
+    const std::vector<float> zero = zero_values(zp, l.params());
     for_each_line(ctx, l, [&](int64_t line, size_t c) {
         std::vector<float> yl(static_cast<size_t>(l.inner));
-        for (int64_t i = 0; i < l.inner; ++i)
-            yl[static_cast<size_t>(i)] = (float_at(x, line * l.inner + i) - zero[c]) * scale[c];
+        for (int64_t i = 0; i < l.inner; ++i) {
+            const size_t p = l.block ? l.param(line, i) : c;
+            yl[static_cast<size_t>(i)] = (float_at(x, line * l.inner + i) - zero[p]) * scale[p];
+        }
         if (y.dtype() == DType::F32)
             std::copy(yl.begin(), yl.end(), y.data<float>() + line * l.inner);
         else
@@ -282,18 +322,18 @@ void dequantize_run(RunContext &ctx) {
     const Tensor *zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
     const Shape *zp_shape = zp ? &zp->shape() : nullptr;
     AxisLayout l = axis_layout(ctx.node.where, ctx.attrs(), x.shape(), scale.shape(), zp_shape);
-    std::vector<int32_t> z = is_float8(x.dtype()) ? std::vector<int32_t>(static_cast<size_t>(l.channels), 0)
-                                                  : zero_points(zp, l.channels);
+    std::vector<int32_t> z = is_float8(x.dtype()) ? std::vector<int32_t>(static_cast<size_t>(l.params()), 0)
+                                                  : zero_points(zp, l.params());
     // An int32 x (a QDQ bias) is int32 accumulator units: x - zero_point could overflow, and ONNX fixes the
     // zero point at 0.
     if (x.dtype() == DType::I32)
-        for (int64_t c = 0; c < l.channels; ++c)
+        for (int64_t c = 0; c < l.params(); ++c)
             if (z[static_cast<size_t>(c)] != 0)
                 ctx.error(ONNXSTREAM_ERR_INVALID_MODEL, "an int32 x needs zero points of 0, got zero_point[", c,
                           "] = ", z[static_cast<size_t>(c)]);
     Tensor &y = ctx.alloc_output(0);
     if (y.numel() == 0) return;
-    if (y.dtype() != DType::F32 || is_float8(x.dtype())) {
+    if (y.dtype() != DType::F32 || is_float8(x.dtype()) || l.block) {
         dequantize_general(ctx, x, scales_of(scale), zp, l, y);
         return;
     }
