@@ -5,6 +5,8 @@
 // differs from the input's, or a zero stride, is an out-of-bounds read or a division by zero inside the
 // library (a crash, not an error). The ranks are only known while inference runs (they are inferred from
 // upstream nodes), so the check wraps those operators' inference functions in the schema registry.
+// The same wrappers correct MaxPool's and AveragePool's output sizes where ONNX's inference gets them
+// wrong (ceil_mode's dropped last window, AveragePool's opset 19 dilations).
 #pragma once
 
 #include <cstddef>

@@ -8,8 +8,8 @@
 // opset 17 has no schema for them, so validation and inference leave them to the engine's own checks.
 // A form with no opset-17 equivalent (Resize or Pad along chosen axes) is refused, naming the node and the
 // attribute. ScatterND's and ScatterElements' reductions max and min (opset 18) keep opset 16's attribute,
-// which the engine reads. Resize's antialias has none either, but the engine implements it: the
-// attribute stays, and validation lets it through (validate.cpp).
+// which the engine reads. Resize's antialias and AveragePool's dilations (opset 19) have none either, but
+// the engine implements them: the attributes stay, and validation lets them through (validate.cpp).
 #include "onnx/opset_downgrade.h"
 
 #include <algorithm>
@@ -170,10 +170,13 @@ private:
             if (onnx::AttributeProto *a = find(n, "coordinate_transformation_mode"); a && a->s() == "half_pixel_symmetric")
                 refuse(what, "coordinate_transformation_mode 'half_pixel_symmetric'");
         } else if (op == "AveragePool" || op == "LpPool") {
+            // AveragePool's dilations stay: the engine implements them, validation lets them through
+            // (validate.cpp) and the inference guard sizes the output with them (inference_guard.cpp).
             if (onnx::AttributeProto *a = find(n, "dilations")) {
-                if (std::any_of(a->ints().begin(), a->ints().end(), [](int64_t d) { return d != 1; }))
+                if (std::all_of(a->ints().begin(), a->ints().end(), [](int64_t d) { return d == 1; }))
+                    drop(n, "dilations");
+                else if (op == "LpPool")
                     refuse(what, "dilations other than 1");
-                drop(n, "dilations");
             }
             if (op == "LpPool") drop_default(n, what, "ceil_mode", 0);
         } else if (op == "GridSample") {

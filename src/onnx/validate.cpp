@@ -123,6 +123,7 @@ void check_against_schema(const onnx::NodeProto &n, const std::string &what, con
             // Attributes of opsets after the one the model is read as that the engine implements
             // (opset_downgrade.h).
             if (domain.empty() && n.op_type() == "Resize" && a.name() == "antialias") continue;
+            if (domain.empty() && n.op_type() == "AveragePool" && a.name() == "dilations") continue;
             if (domain.empty())
                 fail(ONNXSTREAM_ERR_INVALID_MODEL, ctx.path, ": ", what, " has the attribute '", a.name(), "', which ",
                      op, " does not define");
