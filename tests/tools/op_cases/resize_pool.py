@@ -306,10 +306,10 @@ add("gridsample_f16", "GridSample", [rand(1, 3, 6, 7, dtype="float16"), rand(1, 
 add("gridsample_1px_align_reflection", "GridSample", [rand(1, 2, 1, 1), rand(1, 3, 3, 2, low=-2.0, high=2.0)],
     opset=16, attrs=dict(mode="bilinear", padding_mode="reflection", align_corners=1))
 
-# === Dilated AveragePool, ceil_mode's dropped last window ====================================================
+# === Dilated AveragePool, ceil_mode's dropped last window, volumetric GridSample ==============================
 # (kept apart from the Resize cases above). out_shapes where onnx 1.12's shape inference is wrong (it ignores
-# AveragePool's opset 19 dilations and keeps a ceil_mode window that would start in the end padding); ONNX
-# Runtime checks them against its own shapes.
+# AveragePool's opset 19 dilations and keeps a ceil_mode window that would start in the end padding) or has no
+# schema (GridSample opset 20); ONNX Runtime checks them against its own shapes.
 def pool_out(shape, kernel_shape, strides=None, dilations=None, pads=None, ceil_mode=0, **_):
     """ONNX's pool output shape: a ceil_mode window must start inside the input or its leading padding."""
     sp = len(kernel_shape)
@@ -351,3 +351,18 @@ pool19("maxpool_ceil_reduce_by_one", "MaxPool", (1, 1, 2, 2), kernel_shape=[1, 1
 pool19("avgpool_ceil_reduce_by_one", "AveragePool", (1, 1, 2, 2), kernel_shape=[1, 1], strides=[2, 2], ceil_mode=1)
 pool19("maxpool_3d_ceil_drop", "MaxPool", (1, 2, 5, 6, 5), kernel_shape=[2, 2, 2], strides=[3, 3, 3],
        pads=[0, 1, 1, 1, 1, 1], ceil_mode=1)
+
+# GridSample over 3 spatial axes: X (N, C, D, H, W), grid (N, D_out, H_out, W_out, 3); ONNX Runtime has no cubic
+# kernel for it, nor does onnxstream.
+for mode in ("linear", "nearest"):
+    for padding in ("zeros", "border", "reflection"):
+        for align in (0, 1):
+            add(f"gridsample3d_{mode}_{padding}_align{align}", "GridSample",
+                [rand(2, 3, 4, 5, 6), rand(2, 3, 4, 5, 3, low=-1.3, high=1.3)], opset=20,
+                attrs=dict(mode=mode, padding_mode=padding, align_corners=align), out_shapes=[(2, 3, 3, 4, 5)])
+add("gridsample3d_reflection_far", "GridSample", [rand(1, 2, 3, 4, 5), rand(1, 2, 3, 4, 3, low=-7.0, high=7.0)],
+    opset=20, attrs=dict(mode="linear", padding_mode="reflection"), out_shapes=[(1, 2, 2, 3, 4)])
+add("gridsample3d_zeros_far", "GridSample", [rand(1, 2, 3, 4, 5), rand(1, 2, 3, 4, 3, low=-7.0, high=7.0)],
+    opset=20, attrs=dict(mode="linear", padding_mode="zeros"), out_shapes=[(1, 2, 2, 3, 4)])
+add("gridsample3d_f16", "GridSample", [rand(1, 2, 3, 4, 5, dtype="float16"), rand(1, 2, 3, 3, 3, dtype="float16")],
+    opset=20, attrs=dict(mode="linear", padding_mode="border"), out_shapes=[(1, 2, 2, 3, 3)])
