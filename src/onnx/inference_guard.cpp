@@ -3,6 +3,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include <onnx/defs/schema.h>
 #include <onnx/defs/shape_inference.h>
@@ -96,6 +97,56 @@ void infer_rank_only(onnx::InferenceContext &ctx) {
     for (int i = 0; i < t->tensor_type().shape().dim_size(); ++i) out->add_dim();
 }
 
+int64_t int_attr(onnx::InferenceContext &ctx, const char *name, int64_t fallback) {
+    const onnx::AttributeProto *a = ctx.getAttribute(name);
+    return a && a->has_i() ? a->i() : fallback;
+}
+
+std::vector<int64_t> ints_attr(onnx::InferenceContext &ctx, const char *name, size_t count, int64_t fallback) {
+    const onnx::AttributeProto *a = ctx.getAttribute(name);
+    if (!a || a->ints_size() == 0) return std::vector<int64_t>(count, fallback);
+    return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+// The spatial output sizes of MaxPool and AveragePool as ONNX defines them and the engine computes them
+// (pool.cpp), over ONNX's inference: ONNX 1.12 keeps a ceil_mode window that would start in the end
+// padding, and AveragePool's opset-11 schema, which opset 19's form is read as, ignores dilations.
+// auto_pad SAME_* sizes depend on neither and are left as ONNX gives them.
+void fix_pool_output(onnx::InferenceContext &ctx) {
+    const std::string auto_pad = ctx.getAttribute("auto_pad") ? ctx.getAttribute("auto_pad")->s() : "NOTSET";
+    if (auto_pad != "NOTSET" && auto_pad != "VALID" && !auto_pad.empty()) return;
+    const onnx::TypeProto *x = ctx.getNumInputs() > 0 ? ctx.getInputType(0) : nullptr;
+    onnx::TypeProto *y = ctx.getNumOutputs() > 0 ? ctx.getOutputType(0) : nullptr;
+    if (!x || !x->has_tensor_type() || !x->tensor_type().has_shape() || !y || !y->has_tensor_type() ||
+        !y->tensor_type().has_shape())
+        return;
+    const auto &xs = x->tensor_type().shape();
+    auto *ys = y->mutable_tensor_type()->mutable_shape();
+    if (xs.dim_size() < 3 || ys->dim_size() != xs.dim_size()) return;
+    const size_t sp = static_cast<size_t>(xs.dim_size() - 2);
+    const std::vector<int64_t> kernel = ints_attr(ctx, "kernel_shape", 0, 0);
+    const std::vector<int64_t> strides = ints_attr(ctx, "strides", sp, 1);
+    const std::vector<int64_t> dilations = ints_attr(ctx, "dilations", sp, 1);
+    std::vector<int64_t> pads = ints_attr(ctx, "pads", 2 * sp, 0);
+    if (kernel.size() != sp || strides.size() != sp || dilations.size() != sp || pads.size() != 2 * sp) return;
+    if (auto_pad == "VALID") pads.assign(2 * sp, 0);
+    const bool ceil_mode = int_attr(ctx, "ceil_mode", 0) == 1;
+    constexpr int64_t kLimit = int64_t(1) << 40; // far beyond any tensor, far from overflowing the products
+    for (size_t i = 0; i < sp; ++i) {
+        const auto &d = xs.dim(static_cast<int>(i) + 2);
+        const int64_t in = d.has_dim_value() ? d.dim_value() : -1, s = strides[i];
+        const int64_t pb = pads[i], pe = pads[i + sp];
+        if (in < 0 || in > kLimit || kernel[i] < 1 || kernel[i] > kLimit || dilations[i] < 1 ||
+            dilations[i] > kLimit || s < 1 || pb < 0 || pb > kLimit || pe < 0 || pe > kLimit)
+            continue;
+        const int64_t span = in + pb + pe - ((kernel[i] - 1) * dilations[i] + 1);
+        if (span < 0) continue; // the engine reports it
+        int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+        if (ceil_mode && (out - 1) * s >= in + pb) --out;
+        ys->mutable_dim(static_cast<int>(i) + 2)->set_dim_value(out);
+    }
+}
+
 void install() {
     const auto &map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
     auto range = map.find(onnx::ONNX_DOMAIN);
@@ -134,6 +185,7 @@ void install() {
                         throw;
                     }
                     original(ctx);
+                    if (std::string(g.op) == "MaxPool" || std::string(g.op) == "AveragePool") fix_pool_output(ctx);
                 });
         }
     }

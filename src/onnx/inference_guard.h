@@ -8,6 +8,8 @@
 // Resize's and Pad's are wrapped too: for their opset-18+ forms (chosen axes, keep_aspect_ratio_policy),
 // which the model keeps although it is read as opset 17, ONNX's opset-17 inference is wrong or fails, so
 // they get the input's element type and rank and the engine's inference fills in the dimensions.
+// The same wrappers correct MaxPool's and AveragePool's output sizes where ONNX's inference gets them
+// wrong (ceil_mode's dropped last window, AveragePool's opset 19 dilations).
 #pragma once
 
 #include <cstddef>

@@ -9,7 +9,7 @@
 // Forms with no opset-17 equivalent that the engine implements stay as they are: validation lets them
 // through (validate.cpp), and where ONNX's opset-17 inference would misread them the engine's inference
 // gives their shapes (inference_guard.cpp). Those are Resize's antialias, axes, keep_aspect_ratio_policy
-// and half_pixel_symmetric coordinates, Pad's axes input and wrap mode, and ScatterND's and
+// and half_pixel_symmetric coordinates, Pad's axes input and wrap mode, AveragePool's dilations, and ScatterND's and
 // ScatterElements' reductions max and min (in opset 16's attribute). Other such forms are refused, naming
 // the node and the attribute.
 #include "onnx/opset_downgrade.h"
@@ -172,10 +172,13 @@ private:
             if (onnx::AttributeProto *a = find(n, "keep_aspect_ratio_policy"); a && a->s() == "stretch")
                 drop(n, "keep_aspect_ratio_policy");
         } else if (op == "AveragePool" || op == "LpPool") {
+            // AveragePool's dilations stay: the engine implements them, validation lets them through
+            // (validate.cpp) and the inference guard sizes the output with them (inference_guard.cpp).
             if (onnx::AttributeProto *a = find(n, "dilations")) {
-                if (std::any_of(a->ints().begin(), a->ints().end(), [](int64_t d) { return d != 1; }))
+                if (std::all_of(a->ints().begin(), a->ints().end(), [](int64_t d) { return d == 1; }))
+                    drop(n, "dilations");
+                else if (op == "LpPool")
                     refuse(what, "dilations other than 1");
-                drop(n, "dilations");
             }
             if (op == "LpPool") drop_default(n, what, "ceil_mode", 0);
         } else if (op == "GridSample") {

@@ -77,6 +77,7 @@ void validate_graph(const onnx::GraphProto &g, Context &ctx, std::vector<const S
 // (opset_downgrade.h): the schema the node is checked against does not know them.
 bool newer_attribute(const std::string &op, const std::string &name) {
     if (op == "Resize") return name == "antialias" || name == "axes" || name == "keep_aspect_ratio_policy";
+    if (op == "AveragePool") return name == "dilations";
     if (op == "Cast" || op == "CastLike") return name == "saturate";
     if (op == "DequantizeLinear") return name == "saturate" || name == "block_size";
     if (op == "QuantizeLinear") return name == "saturate" || name == "output_dtype" || name == "block_size";

@@ -2,6 +2,7 @@
 // transposed to NHWC, the kernel runs, and the result is transposed back - unless the layout plan keeps
 // the input or output channels-last (Layout::NHWC), which is then read or written as is. float16
 // tensors are computed in float32, or for Conv in float16 when the model's arithmetic is FP16.
+// ConvTranspose over 3 spatial axes has a loop of its own (deconv_direct).
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -428,7 +429,7 @@ struct DeconvGeometry : ConvGeometry {
 
 DeconvGeometry deconv_geometry(const Attributes &attrs, const std::string &where, const Shape &x,
                                const Shape &w) {
-    window::check_ranks(where, x, w, window::kConvTransposeNames);
+    window::check_ranks(where, x, w, window::kConvTransposeNames, 3);
     DeconvGeometry g;
     g.spatial = x.size() - 2;
     g.batch = x[0];
@@ -492,11 +493,80 @@ std::vector<TensorInfo> deconv_infer(const InferContext &ctx) {
     return conv_output_info(ctx, deconv_geometry(ctx.attrs(), ctx.node.where, x.shape, w.shape));
 }
 
+// ConvTranspose over 3 spatial axes, which XNNPACK's deconvolution (2-D) cannot take, on NCDHW as it is:
+// every input value scatters into the outputs its kernel taps reach, a row of the innermost axis at a time.
+// One task per (image, output channel) plane, so the scatter needs no synchronisation. w is the ONNX-order
+// float32 weight (C_in, M/group, k...).
+void deconv_direct(const float *x, const float *w, const float *bias, float *y, const DeconvGeometry &g,
+                   pthreadpool_t pool) {
+    const size_t sp = g.spatial, last = sp - 1;
+    const int64_t m = g.out_channels, group_in = g.in_channels / g.group, group_out = m / g.group;
+    const int64_t in_size = shape_numel(g.in), out_size = shape_numel(g.out), taps = shape_numel(g.kernel);
+    const int64_t in_w = g.in[last], out_w = g.out[last], s_w = g.strides[last], in_rows = in_size / in_w;
+    std::vector<int64_t> out_strides(sp, 1);
+    for (size_t a = last; a-- > 0;) out_strides[a] = out_strides[a + 1] * g.out[a + 1];
+    // Multiply-adds per plane, taken factor by factor so that huge sizes cannot overflow.
+    const size_t grain = 65536 / static_cast<size_t>(std::max<int64_t>(1, in_size)) /
+                         static_cast<size_t>(std::max<int64_t>(1, group_in * taps));
+    const size_t planes = static_cast<size_t>(g.batch * m);
+    parallel_for(pool, planes, std::max<size_t>(1, grain), [&](size_t begin, size_t end) {
+        std::vector<int64_t> tap(sp);
+        for (size_t p = begin; p < end; ++p) {
+            const int64_t b = static_cast<int64_t>(p) / m, oc = static_cast<int64_t>(p) % m;
+            const int64_t first_in = oc / group_out * group_in;
+            float *yp = y + static_cast<int64_t>(p) * out_size;
+            std::fill(yp, yp + out_size, bias ? bias[oc] : 0.0f);
+            for (int64_t t = 0; t < taps; ++t) {
+                for (size_t a = sp, rem = static_cast<size_t>(t); a-- > 0;) {
+                    tap[a] = static_cast<int64_t>(rem % static_cast<size_t>(g.kernel[a]));
+                    rem /= static_cast<size_t>(g.kernel[a]);
+                }
+                // Innermost axis: input i reaches output i*s + off, inside the output for i in [lo, hi).
+                const int64_t off = tap[last] * g.dilations[last] - g.pad_begin[last];
+                const int64_t lo = off >= 0 ? 0 : (-off + s_w - 1) / s_w;
+                const int64_t hi = std::min(in_w, out_w - 1 - off < 0 ? 0 : (out_w - 1 - off) / s_w + 1);
+                if (lo >= hi) continue;
+                for (int64_t r = 0; r < in_rows; ++r) {
+                    int64_t out_row = 0, rem = r;
+                    bool inside = true;
+                    for (size_t a = last; a-- > 0 && inside;) {
+                        const int64_t i = rem % g.in[a];
+                        rem /= g.in[a];
+                        const int64_t o = i * g.strides[a] + tap[a] * g.dilations[a] - g.pad_begin[a];
+                        inside = o >= 0 && o < g.out[a];
+                        out_row += o * out_strides[a];
+                    }
+                    if (!inside) continue;
+                    float *yr = yp + out_row;
+                    for (int64_t ci = 0; ci < group_in; ++ci) {
+                        const int64_t c = first_in + ci;
+                        const float wv = w[(c * group_out + oc % group_out) * taps + t];
+                        const float *xr = x + ((b * g.in_channels + c) * in_rows + r) * in_w;
+                        for (int64_t i = lo; i < hi; ++i) yr[i * s_w + off] += wv * xr[i];
+                    }
+                }
+            }
+        }
+    });
+}
+
+void deconv_direct_run(RunContext &ctx, const DeconvGeometry &g, Tensor &y) {
+    const Tensor &x = ctx.input(0), &w = ctx.input(1);
+    Tensor x_holder, b_holder, y_holder;
+    const float *in = as_f32(ctx, x, x_holder);
+    const float *bias = ctx.has_input(2) ? as_f32(ctx, ctx.input(2), b_holder) : nullptr;
+    const Tensor w32 = ctx.kernel_weight(1, w, 0);
+    float *out = out_f32(ctx, y, y_holder);
+    deconv_direct(in, w32.data<float>(), bias, out, g, ctx.pool());
+    store_f32_output(ctx, y, y_holder);
+}
+
 void deconv_run(RunContext &ctx) {
     const Tensor &x = ctx.input(0), &w = ctx.input(1);
     DeconvGeometry g = deconv_geometry(ctx.attrs(), ctx.node.where, x.shape(), w.shape());
     Tensor &y = ctx.alloc_output(0);
     if (y.numel() == 0) return;
+    if (g.spatial > 2) return deconv_direct_run(ctx, g, y);
     const bool two_d = g.spatial == 2;
     const size_t n = static_cast<size_t>(g.batch), c = static_cast<size_t>(g.in_channels);
     const size_t m = static_cast<size_t>(g.out_channels), groups = static_cast<size_t>(g.group);

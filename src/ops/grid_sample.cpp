@@ -1,5 +1,8 @@
 // GridSample (opsets 16 and 20, 2-D): y[n, c, h, w] samples x[n, c] at the point grid[n, h, w] = (gx, gy),
 // given in [-1, 1] over the input's width and height, by bilinear, nearest or bicubic interpolation.
+// The volumetric form (opset 20: X (N, C, D, H, W), grid (N, D_out, H_out, W_out, 3) holding (gx, gy, gz))
+// samples by trilinear or nearest interpolation with the same per-axis rules; cubic is refused there, as
+// ONNX Runtime does (its kernel is 2-D only).
 //
 // The arithmetic follows ONNX Runtime's CPU kernel, which the ONNX node tests agree with:
 //  - a grid value maps to pixel coordinates with align_corners (-1 and 1 at the centres of the corner pixels)
@@ -67,12 +70,20 @@ std::vector<TensorInfo> grid_sample_infer(const InferContext &ctx) {
     if (x.size() != grid.size() || x.size() < 3)
         ctx.error("X has shape ", shape_str(x), " and grid ", shape_str(grid),
                   "; expected (N, C, H, W) and (N, H_out, W_out, 2)");
-    if (x.size() != 4)
+    if (x.size() != 4 && x.size() != 5)
         fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where, ": GridSample over ", x.size() - 2,
-             " spatial axes is not supported (only 2-D), X has shape ", shape_str(x));
-    if (grid[0] != x[0] || grid[3] != 2)
-        ctx.error("grid has shape ", shape_str(grid), "; expected (", x[0], ", H_out, W_out, 2) for X ", shape_str(x));
-    return {TensorInfo{ctx.input(0).dtype, {x[0], x[1], grid[1], grid[2]}, {}}};
+             " spatial axes is not supported (only 2-D and 3-D), X has shape ", shape_str(x));
+    const size_t spatial = x.size() - 2;
+    if (grid[0] != x[0] || grid.back() != static_cast<int64_t>(spatial))
+        ctx.error("grid has shape ", shape_str(grid), "; expected (", x[0],
+                  spatial == 2 ? ", H_out, W_out, 2)" : ", D_out, H_out, W_out, 3)", " for X ", shape_str(x));
+    if (spatial == 3 && read_params(ctx.attrs(), ctx.node.where).mode == Mode::Cubic)
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, ctx.node.where,
+             ": mode 'cubic' (bicubic) is defined for 2-D GridSample only, X has shape ", shape_str(x),
+             "; use linear or nearest");
+    Shape out = {x[0], x[1]};
+    out.insert(out.end(), grid.begin() + 1, grid.end() - 1);
+    return {TensorInfo{ctx.input(0).dtype, out, {}}};
 }
 
 // Reflects finite v at lo and hi until it lies between them (lo itself when they coincide: a 1-pixel axis
@@ -141,6 +152,91 @@ float sample(const Plane &p, Mode mode, float x, float y) {
     return out;
 }
 
+// One axis of the volumetric form: the sampling range of its pixel coordinates.
+struct Axis {
+    int64_t size;
+    float lo, hi;
+
+    int64_t index(int64_t i, Padding padding) const {
+        if (padding == Padding::Border) return std::clamp<int64_t>(i, 0, size - 1);
+        // As Plane::at: reflected at the sampling borders, clamped against far reflections' rounding.
+        return std::clamp<int64_t>(static_cast<int64_t>(reflect(static_cast<float>(i), lo, hi)), 0, size - 1);
+    }
+};
+
+struct Volume {
+    const float *data;
+    Axis d, h, w;
+    Padding padding;
+
+    float at(int64_t z, int64_t r, int64_t c) const {
+        if (padding == Padding::Zeros)
+            return z >= 0 && z < d.size && r >= 0 && r < h.size && c >= 0 && c < w.size
+                       ? data[(z * h.size + r) * w.size + c]
+                       : 0.0f;
+        return data[(d.index(z, padding) * h.size + h.index(r, padding)) * w.size + w.index(c, padding)];
+    }
+};
+
+float sample_volume(const Volume &v, Mode mode, float x, float y, float z) {
+    if (mode == Mode::Nearest)
+        return v.at(static_cast<int64_t>(z), static_cast<int64_t>(y), static_cast<int64_t>(x));
+    const int64_t x1 = static_cast<int64_t>(std::floor(x)), y1 = static_cast<int64_t>(std::floor(y)),
+                  z1 = static_cast<int64_t>(std::floor(z));
+    const float dx1 = x - static_cast<float>(x1), dx2 = static_cast<float>(x1 + 1) - x;
+    const float dy1 = y - static_cast<float>(y1), dy2 = static_cast<float>(y1 + 1) - y;
+    const float dz1 = z - static_cast<float>(z1), dz2 = static_cast<float>(z1 + 1) - z;
+    auto bilinear = [&](int64_t zz) {
+        return dy2 * (dx2 * v.at(zz, y1, x1) + dx1 * v.at(zz, y1, x1 + 1)) +
+               dy1 * (dx2 * v.at(zz, y1 + 1, x1) + dx1 * v.at(zz, y1 + 1, x1 + 1));
+    };
+    return dz2 * bilinear(z1) + dz1 * bilinear(z1 + 1);
+}
+
+// The volumetric form; the same per-coordinate steps as the 2-D loop in grid_sample_run.
+void grid_sample_3d(RunContext &ctx, const GridSampleParams &prm, const float *x, const float *grid, float *out,
+                    const Tensor &y) {
+    const Shape &xs = ctx.input(0).shape();
+    const int64_t n = xs[0], c = xs[1];
+    const int64_t points = y.dim(2) * y.dim(3) * y.dim(4);
+    auto axis = [&](int64_t size) {
+        const float len = static_cast<float>(size);
+        return prm.align_corners ? Axis{size, 0.0f, len - 1} : Axis{size, -0.5f, len - 0.5f};
+    };
+    const Axis ad = axis(xs[2]), ah = axis(xs[3]), aw = axis(xs[4]);
+    auto to_pixels = [&](float g, const Axis &a) {
+        const float len = static_cast<float>(a.size);
+        return prm.align_corners ? (g + 1) / 2 * (len - 1) : ((g + 1) * len - 1) / 2;
+    };
+    auto place = [&](float p, const Axis &a) {
+        const float len = static_cast<float>(a.size);
+        if (prm.mode == Mode::Nearest) p = std::nearbyint(p);
+        if (p < a.lo || p > a.hi) {
+            if (prm.padding == Padding::Border) p = std::clamp(p, 0.0f, len - 1);
+            else if (prm.padding == Padding::Reflection) p = reflect(p, a.lo, a.hi);
+        }
+        // Zeros padding: 2 pixels outside reads only zeros, however far (keeps the taps integers).
+        return std::clamp(p, a.lo - 2, a.hi + 2);
+    };
+    parallel_for(ctx.pool(), static_cast<size_t>(n * c), 1, [&](size_t begin, size_t end) {
+        for (size_t plane = begin; plane < end; ++plane) {
+            const int64_t img = static_cast<int64_t>(plane) / c;
+            const Volume v{x + static_cast<int64_t>(plane) * ad.size * ah.size * aw.size, ad, ah, aw, prm.padding};
+            const float *g = grid + img * points * 3;
+            float *dst = out + static_cast<int64_t>(plane) * points;
+            for (int64_t i = 0; i < points; ++i) {
+                const float px = to_pixels(g[3 * i], aw), py = to_pixels(g[3 * i + 1], ah),
+                            pz = to_pixels(g[3 * i + 2], ad);
+                if (!std::isfinite(px) || !std::isfinite(py) || !std::isfinite(pz)) {
+                    dst[i] = std::numeric_limits<float>::quiet_NaN();
+                    continue;
+                }
+                dst[i] = sample_volume(v, prm.mode, place(px, aw), place(py, ah), place(pz, ad));
+            }
+        }
+    });
+}
+
 void grid_sample_run(RunContext &ctx) {
     const GridSampleParams prm = read_params(ctx.attrs(), ctx.node.where);
     Tensor &y = ctx.alloc_output(0);
@@ -149,6 +245,11 @@ void grid_sample_run(RunContext &ctx) {
     const float *x = as_f32(ctx, ctx.input(0), x_holder);
     const float *grid = as_f32(ctx, ctx.input(1), grid_holder);
     float *out = out_f32(ctx, y, y_holder);
+    if (y.rank() == 5) {
+        grid_sample_3d(ctx, prm, x, grid, out, y);
+        if (!y_holder.empty()) store_f32_output(ctx, y, y_holder);
+        return;
+    }
     const Shape &xs = ctx.input(0).shape();
     const int64_t n = xs[0], c = xs[1], h = xs[2], w = xs[3];
     const int64_t oh = y.dim(2), ow = y.dim(3), points = oh * ow;

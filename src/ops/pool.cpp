@@ -91,7 +91,9 @@ PoolAxis pool_axis(const PoolGeometry &g, size_t a) {
         const int64_t j1 = std::min(k, start >= in ? 0 : (in - 1 - start) / d + 1);
         ax.first.push_back(start + j0 * d);
         ax.count_valid.push_back(std::max<int64_t>(0, j1 - j0));
-        // count_include_pad counts the window's taps inside the padded input (not beyond it).
+        // count_include_pad counts the window's taps inside the padded input, not those of a ceil_mode window
+        // beyond it (ONNX Runtime, PyTorch). ONNX's reference counts those too, so its node test
+        // test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True disagrees with both.
         const int64_t end = std::min(start + k * d, in + g.pad_end[a]);
         ax.count_padded.push_back(end > start ? 1 + (end - start - 1) / d : 0);
     }

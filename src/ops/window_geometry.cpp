@@ -48,12 +48,15 @@ void same_padding(AutoPad mode, int64_t in, int64_t stride, int64_t dilated_kern
     end = total - begin;
 }
 
-void check_ranks(const std::string &where, const Shape &x, const Shape &w, const ConvNames &names) {
+void check_ranks(const std::string &where, const Shape &x, const Shape &w, const ConvNames &names,
+                 size_t max_spatial) {
+    const bool two = max_spatial == 2;
     if (x.size() < 3)
-        invalid(where, names.x, " has shape ", shape_str(x), ", expected (N, C, spatial...) of rank 3 or 4");
-    if (x.size() > 4)
-        unsupported(where, names.op, " over ", x.size() - 2, " spatial axes is not supported (only 1-D and 2-D), ",
-                    names.x, " shape ", shape_str(x));
+        invalid(where, names.x, " has shape ", shape_str(x), ", expected (N, C, spatial...) of rank ",
+                two ? "3 or 4" : "3 to 5");
+    if (x.size() > max_spatial + 2)
+        unsupported(where, names.op, " over ", x.size() - 2, " spatial axes is not supported (only ",
+                    two ? "1-D and 2-D" : "1-D to 3-D", "), ", names.x, " shape ", shape_str(x));
     if (w.size() != x.size())
         invalid(where, names.w, " has shape ", shape_str(w), " but ", names.the_x, " ", shape_str(x), " needs a rank-",
                 x.size(), " ", names.w);

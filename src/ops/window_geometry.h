@@ -46,8 +46,9 @@ struct ConvGeometry {
     std::vector<int64_t> in, kernel, strides, dilations, pad_begin, pad_end, out;
 };
 
-// x of rank 3 or 4 (1-D and 2-D only) and a weight of the same rank.
-void check_ranks(const std::string &where, const Shape &x, const Shape &w, const ConvNames &names);
+// x of rank 3 to max_spatial + 2 (2 or 3) and a weight of the same rank.
+void check_ranks(const std::string &where, const Shape &x, const Shape &w, const ConvNames &names,
+                 size_t max_spatial = 2);
 
 // kernel (the weight's spatial dims, checked against kernel_shape), strides, dilations and pads into g.
 void read_window_attrs(const Attributes &attrs, const std::string &where, ConvGeometry &g, const Shape &w,

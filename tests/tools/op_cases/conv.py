@@ -1,6 +1,7 @@
-"""Conv and ConvTranspose, 1-D and 2-D: padding (explicit, asymmetric, every auto_pad), strides, dilations,
-groups (incl. depthwise and channel multipliers), optional bias, weights as files (OHWI path) and as run-time
-inputs (plain OIHW path), float16, batches, and channel counts large enough to exercise XNNPACK's tiling."""
+"""Conv and ConvTranspose, 1-D and 2-D (ConvTranspose 3-D too): padding (explicit, asymmetric, every auto_pad),
+strides, dilations, groups (incl. depthwise and channel multipliers), optional bias, weights as files (OHWI path)
+and as run-time inputs (plain OIHW path), float16, batches, and channel counts large enough to exercise XNNPACK's
+tiling."""
 
 from opcase import Case, rand, weight
 
@@ -138,3 +139,17 @@ deconv("deconv2d_f16", (1, 4, 5, 5), (4, 6, 3, 3), dtype="float16", strides=[2, 
 deconv("deconv1d_basic", (1, 4, 10), (4, 6, 3), strides=[2], pads=[1, 1], output_padding=[1])
 deconv("deconv1d_group", (2, 6, 9), (6, 2, 4), group=3, strides=[3], pads=[1, 0])
 deconv("deconv1d_no_bias_dilated", (1, 4, 8), (4, 5, 3), b=False, dilations=[2])
+# 3-D: onnxstream's own loop (XNNPACK's deconvolution is 2-D only)
+deconv("deconv3d_basic", (1, 2, 3, 4, 5), (2, 3, 2, 3, 2))
+deconv("deconv3d_stride_pads_outpad", (1, 4, 3, 4, 5), (4, 2, 3, 3, 3), strides=[2, 1, 2],
+       pads=[1, 0, 1, 0, 1, 1], output_padding=[1, 0, 1])
+deconv("deconv3d_dilation_group", (2, 6, 3, 3, 4), (6, 2, 2, 3, 2), group=3, dilations=[2, 1, 2],
+       strides=[1, 2, 2], pads=[0, 1, 1, 1, 0, 0])
+deconv("deconv3d_depthwise_outpad", (1, 4, 4, 3, 3), (4, 1, 3, 2, 3), group=4, strides=[2, 3, 2],
+       pads=[1, 0, 1, 1, 0, 0], output_padding=[1, 2, 0])
+deconv("deconv3d_no_bias_runtime_weight", (1, 3, 4, 3, 5), (3, 2, 2, 2, 3), b=False, runtime_w=True,
+       strides=[2, 2, 1])
+deconv("deconv3d_output_shape_same_upper", (1, 2, 3, 3, 4), (2, 3, 3, 3, 3), strides=[2, 2, 2],
+       output_shape=[6, 5, 8], auto_pad="SAME_UPPER")
+deconv("deconv3d_f16", (1, 2, 3, 4, 3), (2, 2, 3, 2, 2), dtype="float16", strides=[2, 1, 2],
+       pads=[1, 0, 0, 0, 1, 1])

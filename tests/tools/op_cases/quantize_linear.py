@@ -1,5 +1,6 @@
 """ONNX's explicit quantization ops: QuantizeLinear and DequantizeLinear (per-tensor and per-axis, uint8 and
 int8, saturation at both ends, ties to even, parameters as weights or run-time inputs, int32 x),
+16-bit codes, float16 scales, blocked quantization and output_dtype at opset 21,
 DynamicQuantizeLinear (all-positive, all-negative, mixed and all-zero inputs) and MatMulInteger (every
 uint8/int8 pairing, with and without zero points, per-column zero points, batch broadcasting, B as a weight or
 a run-time input)."""
@@ -90,6 +91,46 @@ dq("dq_per_axis_no_zero_point", [randint(3, 5, 2, low=-128, high=128, dtype="int
 dq("dq_params_runtime", [randint(4, 6, low=0, high=256, dtype="uint8"), f32(0.07), u8(9)])
 dq("dq_big_weight", [weight(randint(256, 512, low=0, high=256, dtype="uint8")), weight(f32(0.004)),
                      weight(u8(131))])
+
+# --- Opset 21: 16-bit codes, float16 scales, blocked quantization, output_dtype ---------------------------------
+# (ONNX Runtime's float8 codes cannot cross onnxruntime-node's tensors; ONNX's own node tests cover them.)
+def i16(v):
+    return const(v, "int16")
+
+
+def u16(v):
+    return const(v, "uint16")
+
+
+add("q_u16_per_tensor", "QuantizeLinear", [rand(3, 40, low=-3, high=3), weight(f32(1e-4)), weight(u16(30000))],
+    opset=21)
+add("q_i16_per_axis_saturating", "QuantizeLinear",
+    [rand(2, 3, 50, low=-4, high=4), weight(f32([1e-4, 2e-4, 5e-5])), weight(i16([0, -100, 2000]))],
+    attrs=dict(axis=1), opset=21)
+add("q_f16_x_and_scale", "QuantizeLinear",
+    [rand(4, 30, low=-1, high=1, dtype="float16"), weight(const(0.01, "float16")), weight(u8(128))], opset=21)
+add("q_output_dtype_i16", "QuantizeLinear", [rand(5, 8, low=-1, high=1), weight(f32(1e-3))],
+    attrs=dict(output_dtype=5), opset=21)
+# Blocks of 4 along an axis of 10: the last block has 2 channels.
+add("q_blocked_axis1", "QuantizeLinear",
+    [rand(3, 10, low=-2, high=2), weight(rand(3, 3, low=0.01, high=0.03)),
+     weight(randint(3, 3, low=-20, high=20, dtype="int8"))], attrs=dict(axis=1, block_size=4), opset=21)
+add("q_blocked_axis0_u8", "QuantizeLinear",
+    [rand(6, 2, 5, low=-1, high=1), weight(rand(2, 2, 5, low=0.005, high=0.01)),
+     weight(randint(2, 2, 5, low=100, high=150, dtype="uint8"))], attrs=dict(axis=0, block_size=3), opset=21)
+dq("dq_u16_per_tensor", [randint(3, 40, low=0, high=65536, dtype="uint16"), weight(f32(1e-4)), weight(u16(40000))],
+   opset=21)
+dq("dq_i16_per_axis", [randint(2, 3, 7, low=-32768, high=32768, dtype="int16"), weight(f32([1e-3, 2e-3, 5e-4])),
+                       weight(i16([0, -7, 300]))], attrs=dict(axis=1), opset=21)
+add("dq_f16_scale", "DequantizeLinear",
+    [randint(4, 9, low=0, high=256, dtype="uint8"), weight(const(0.02, "float16")), weight(u8(3))], opset=21)
+dq("dq_blocked_axis1", [randint(3, 10, low=-128, high=128, dtype="int8"), weight(rand(3, 3, low=0.01, high=0.03)),
+                        weight(randint(3, 3, low=-5, high=5, dtype="int8"))], attrs=dict(axis=1, block_size=4),
+   opset=21)
+dq("dq_blocked_axis_minus1_weight", [weight(randint(4, 2, 8, low=0, high=256, dtype="uint8")),
+                                     weight(rand(4, 2, 4, low=0.01, high=0.03)),
+                                     weight(randint(4, 2, 4, low=120, high=136, dtype="uint8"))],
+   attrs=dict(axis=-1, block_size=2), opset=21)
 
 # --- DynamicQuantizeLinear ------------------------------------------------------------------------------------
 def dyn(name, x):

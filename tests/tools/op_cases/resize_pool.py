@@ -332,3 +332,64 @@ add("resize19_not_larger_every_axis", "Resize", [rand(1, 3, 6, 8), None, None, i
 add("resize19_crop_axes_reversed", "Resize", [rand(1, 2, 8, 9), f32([-0.1, 0.2, 1.3, 0.8]), None, i64([7, 6])],
     opset=19, attrs=dict(mode="nearest", axes=[3, 2], coordinate_transformation_mode="tf_crop_and_resize",
                          extrapolation_value=-1.0), out_shapes=[(1, 2, 6, 7)])
+
+# === Dilated AveragePool, ceil_mode's dropped last window, volumetric GridSample ==============================
+# (kept apart from the Resize cases above). out_shapes where onnx 1.12's shape inference is wrong (it ignores
+# AveragePool's opset 19 dilations and keeps a ceil_mode window that would start in the end padding) or has no
+# schema (GridSample opset 20); ONNX Runtime checks them against its own shapes.
+def pool_out(shape, kernel_shape, strides=None, dilations=None, pads=None, ceil_mode=0, **_):
+    """ONNX's pool output shape: a ceil_mode window must start inside the input or its leading padding."""
+    sp = len(kernel_shape)
+    strides, dilations, pads = strides or [1] * sp, dilations or [1] * sp, pads or [0] * (2 * sp)
+    out = list(shape[:2])
+    for i in range(sp):
+        span = shape[2 + i] + pads[i] + pads[sp + i] - ((kernel_shape[i] - 1) * dilations[i] + 1)
+        n = (-(-span // strides[i]) if ceil_mode else span // strides[i]) + 1
+        if ceil_mode and (n - 1) * strides[i] >= shape[2 + i] + pads[i]:
+            n -= 1
+        out.append(n)
+    return tuple(out)
+
+
+def pool19(name, op, shape, **kw):
+    add(name, op, [rand(*shape)], attrs=kw, opset=19, out_shapes=[pool_out(shape, **kw)])
+
+
+for cip in (0, 1):
+    pool19(f"avgpool_dil2d_pads_ceil_cip{cip}", "AveragePool", (1, 2, 10, 11), kernel_shape=[3, 2],
+           dilations=[2, 3], strides=[2, 2], pads=[1, 1, 2, 1], ceil_mode=1, count_include_pad=cip)
+    pool19(f"avgpool_dil3d_pads_cip{cip}", "AveragePool", (1, 2, 7, 8, 9), kernel_shape=[2, 3, 2],
+           dilations=[2, 1, 3], strides=[2, 2, 1], pads=[1, 0, 1, 0, 1, 1], count_include_pad=cip)
+    pool19(f"avgpool_dil3d_ceil_cip{cip}", "AveragePool", (2, 3, 6, 7, 8), kernel_shape=[3, 2, 2],
+           dilations=[2, 2, 3], strides=[2, 3, 2], pads=[1, 1, 0, 2, 0, 1], ceil_mode=1, count_include_pad=cip)
+    # the last window of each axis would start in the end padding: ceil_mode drops it
+    pool19(f"avgpool_dil_ceil_drop_cip{cip}", "AveragePool", (1, 2, 5, 6), kernel_shape=[2, 2], dilations=[1, 2],
+           strides=[3, 3], pads=[0, 0, 1, 1], ceil_mode=1, count_include_pad=cip)
+# ONNX's test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True, smaller: the last windows
+# reach past the input; ONNX Runtime (and PyTorch) leave those taps out of the divisor, ONNX's reference does not
+pool19("avgpool_dil3d_ceil_past_end_cip1", "AveragePool", (1, 1, 14, 14, 14), kernel_shape=[5, 5, 5],
+       dilations=[2, 2, 2], strides=[3, 3, 3], ceil_mode=1, count_include_pad=1)
+pool19("avgpool_dil1d_ceil", "AveragePool", (2, 3, 17), kernel_shape=[3], dilations=[3], strides=[2], pads=[2, 1],
+       ceil_mode=1, count_include_pad=1)
+pool19("avgpool_dil2d_valid", "AveragePool", (1, 3, 9, 10), kernel_shape=[2, 2], dilations=[3, 2],
+       auto_pad="VALID")
+# ONNX's test_maxpool_2d_ceil_output_size_reduce_by_one, and the same for AveragePool and a 3-D MaxPool
+pool19("maxpool_ceil_reduce_by_one", "MaxPool", (1, 1, 2, 2), kernel_shape=[1, 1], strides=[2, 2], ceil_mode=1)
+pool19("avgpool_ceil_reduce_by_one", "AveragePool", (1, 1, 2, 2), kernel_shape=[1, 1], strides=[2, 2], ceil_mode=1)
+pool19("maxpool_3d_ceil_drop", "MaxPool", (1, 2, 5, 6, 5), kernel_shape=[2, 2, 2], strides=[3, 3, 3],
+       pads=[0, 1, 1, 1, 1, 1], ceil_mode=1)
+
+# GridSample over 3 spatial axes: X (N, C, D, H, W), grid (N, D_out, H_out, W_out, 3); ONNX Runtime has no cubic
+# kernel for it, nor does onnxstream.
+for mode in ("linear", "nearest"):
+    for padding in ("zeros", "border", "reflection"):
+        for align in (0, 1):
+            add(f"gridsample3d_{mode}_{padding}_align{align}", "GridSample",
+                [rand(2, 3, 4, 5, 6), rand(2, 3, 4, 5, 3, low=-1.3, high=1.3)], opset=20,
+                attrs=dict(mode=mode, padding_mode=padding, align_corners=align), out_shapes=[(2, 3, 3, 4, 5)])
+add("gridsample3d_reflection_far", "GridSample", [rand(1, 2, 3, 4, 5), rand(1, 2, 3, 4, 3, low=-7.0, high=7.0)],
+    opset=20, attrs=dict(mode="linear", padding_mode="reflection"), out_shapes=[(1, 2, 2, 3, 4)])
+add("gridsample3d_zeros_far", "GridSample", [rand(1, 2, 3, 4, 5), rand(1, 2, 3, 4, 3, low=-7.0, high=7.0)],
+    opset=20, attrs=dict(mode="linear", padding_mode="zeros"), out_shapes=[(1, 2, 2, 3, 4)])
+add("gridsample3d_f16", "GridSample", [rand(1, 2, 3, 4, 5, dtype="float16"), rand(1, 2, 3, 3, 3, dtype="float16")],
+    opset=20, attrs=dict(mode="linear", padding_mode="border"), out_shapes=[(1, 2, 2, 3, 3)])
