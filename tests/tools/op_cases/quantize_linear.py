@@ -93,7 +93,9 @@ dq("dq_big_weight", [weight(randint(256, 512, low=0, high=256, dtype="uint8")), 
                      weight(u8(131))])
 
 # --- Opset 21: 16-bit codes, float16 scales, blocked quantization, output_dtype ---------------------------------
-# (ONNX Runtime's float8 codes cannot cross onnxruntime-node's tensors; ONNX's own node tests cover them.)
+# (ONNX Runtime's float8 codes cannot cross onnxruntime-node's tensors, and this generator's ONNX 1.12 shape
+# inference types a float16-scaled DequantizeLinear's or an output_dtype QuantizeLinear's output wrongly:
+# ONNX's own node tests cover those.)
 def i16(v):
     return const(v, "int16")
 
@@ -109,8 +111,6 @@ add("q_i16_per_axis_saturating", "QuantizeLinear",
     attrs=dict(axis=1), opset=21)
 add("q_f16_x_and_scale", "QuantizeLinear",
     [rand(4, 30, low=-1, high=1, dtype="float16"), weight(const(0.01, "float16")), weight(u8(128))], opset=21)
-add("q_output_dtype_i16", "QuantizeLinear", [rand(5, 8, low=-1, high=1), weight(f32(1e-3))],
-    attrs=dict(output_dtype=5), opset=21)
 # Blocks of 4 along an axis of 10: the last block has 2 channels.
 add("q_blocked_axis1", "QuantizeLinear",
     [rand(3, 10, low=-2, high=2), weight(rand(3, 3, low=0.01, high=0.03)),
@@ -122,8 +122,6 @@ dq("dq_u16_per_tensor", [randint(3, 40, low=0, high=65536, dtype="uint16"), weig
    opset=21)
 dq("dq_i16_per_axis", [randint(2, 3, 7, low=-32768, high=32768, dtype="int16"), weight(f32([1e-3, 2e-3, 5e-4])),
                        weight(i16([0, -7, 300]))], attrs=dict(axis=1), opset=21)
-add("dq_f16_scale", "DequantizeLinear",
-    [randint(4, 9, low=0, high=256, dtype="uint8"), weight(const(0.02, "float16")), weight(u8(3))], opset=21)
 dq("dq_blocked_axis1", [randint(3, 10, low=-128, high=128, dtype="int8"), weight(rand(3, 3, low=0.01, high=0.03)),
                         weight(randint(3, 3, low=-5, high=5, dtype="int8"))], attrs=dict(axis=1, block_size=4),
    opset=21)
