@@ -1,6 +1,7 @@
 // Ops that hand their first input through unchanged. Exporters leave many behind (Identity on weights,
 // Dropout in eval mode, Cast to the type a tensor already has, Reshape to its own shape); each costs the
-// engine a copy or a dispatch for nothing.
+// engine a copy or a dispatch for nothing. A CastLike whose target's element type is known becomes the Cast
+// it stands for first: the `like` input is read for its type only, and then nothing has to feed it.
 #include <unordered_set>
 
 #include "onnx/passes/passes.h"
@@ -71,6 +72,19 @@ bool is_noop(const IrGraph &g, const GraphIndex &idx, const Node &n) {
     return false;
 }
 
+void castlike_to_cast(const IrGraph &g, Node &n) {
+    if (n.op_type != "CastLike" || !n.default_domain() || n.inputs.size() != 2 || n.inputs[1].empty()) return;
+    const int32_t to = elem_type_of(g, n.inputs[1]);
+    if (to == 0) return;
+    n.op_type = "Cast";
+    n.inputs.resize(1);
+    onnx::AttributeProto a;
+    a.set_name("to");
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(to);
+    set_attr(n, a);
+}
+
 } // namespace
 
 bool eliminate_noops(IrGraph &g) {
@@ -86,6 +100,10 @@ bool eliminate_noops(IrGraph &g) {
     bool changed = false;
     for (Node &n : g.nodes) {
         rename_reads(n, resolve);
+        if (n.op_type == "CastLike") {
+            castlike_to_cast(g, n);
+            changed = changed || n.op_type == "Cast";
+        }
         if (is_noop(g, idx, n)) {
             const std::string x = n.inputs[0], y = n.outputs[0];
             if (!idx.graph_outputs.count(y)) {
