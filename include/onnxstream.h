@@ -86,7 +86,9 @@ typedef enum onnxstream_dtype {
     ONNXSTREAM_DTYPE_FLOAT8E4M3FN = 14,   /**< since 0.14; ONNX's 8-bit floats, one byte each */
     ONNXSTREAM_DTYPE_FLOAT8E4M3FNUZ = 15, /**< since 0.14 */
     ONNXSTREAM_DTYPE_FLOAT8E5M2 = 16,     /**< since 0.14 */
-    ONNXSTREAM_DTYPE_FLOAT8E5M2FNUZ = 17  /**< since 0.14 */
+    ONNXSTREAM_DTYPE_FLOAT8E5M2FNUZ = 17, /**< since 0.14 */
+    ONNXSTREAM_DTYPE_INT4 = 18,           /**< since 0.14; one value per byte, -8..7 sign-extended */
+    ONNXSTREAM_DTYPE_UINT4 = 19           /**< since 0.14; one value per byte, 0..15 */
 } onnxstream_dtype_t;
 
 /** Built-in weights providers. */

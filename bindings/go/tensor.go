@@ -35,6 +35,9 @@ const (
 	Float8E4M3FNUZ DType = C.ONNXSTREAM_DTYPE_FLOAT8E4M3FNUZ
 	Float8E5M2     DType = C.ONNXSTREAM_DTYPE_FLOAT8E5M2
 	Float8E5M2FNUZ DType = C.ONNXSTREAM_DTYPE_FLOAT8E5M2FNUZ
+	// Int4 and Uint4 hold one value per byte (since 0.14).
+	Int4  DType = C.ONNXSTREAM_DTYPE_INT4
+	Uint4 DType = C.ONNXSTREAM_DTYPE_UINT4
 )
 
 // String returns the name used in model.txt ("float32"), or "unknown".

@@ -36,6 +36,8 @@ const char *onnx_type_name(int32_t type) {
     case kOnnxFloat8E4M3FNUZ: return "float8e4m3fnuz";
     case kOnnxFloat8E5M2: return "float8e5m2";
     case kOnnxFloat8E5M2FNUZ: return "float8e5m2fnuz";
+    case kOnnxUint4: return "uint4";
+    case kOnnxInt4: return "int4";
     case 14: return "complex64";
     case 15: return "complex128";
     }
@@ -50,7 +52,9 @@ size_t onnx_type_size(int32_t type) {
     case kOnnxFloat8E4M3FN:
     case kOnnxFloat8E4M3FNUZ:
     case kOnnxFloat8E5M2:
-    case kOnnxFloat8E5M2FNUZ: return 1;
+    case kOnnxFloat8E5M2FNUZ:
+    case kOnnxUint4:
+    case kOnnxInt4: return 1;
     case kOnnxUint16:
     case kOnnxInt16:
     case kOnnxFloat16:
@@ -187,8 +191,10 @@ std::vector<int64_t> ConstantData::int_values() const {
         case kOnnxUint32: out[i] = load<uint32_t>(p, i); break;
         case kOnnxInt16: out[i] = load<int16_t>(p, i); break;
         case kOnnxUint16: out[i] = load<uint16_t>(p, i); break;
-        case kOnnxInt8: out[i] = load<int8_t>(p, i); break;
+        case kOnnxInt8:
+        case kOnnxInt4: out[i] = load<int8_t>(p, i); break;
         case kOnnxUint8:
+        case kOnnxUint4:
         case kOnnxBool: out[i] = load<uint8_t>(p, i); break;
         default: fail(ONNXSTREAM_ERR_INTERNAL, "int_values of a ", onnx_type_name(type_), " constant");
         }
@@ -241,7 +247,9 @@ std::string typed_field_bytes(const onnx::TensorProto &t, int64_t &count) {
     case kOnnxFloat8E4M3FN: // float8 bytes, one per int32 (ONNX's rule for the 8-bit types)
     case kOnnxFloat8E4M3FNUZ:
     case kOnnxFloat8E5M2:
-    case kOnnxFloat8E5M2FNUZ: count = t.int32_data_size(); return pack<uint8_t>(t.int32_data());
+    case kOnnxFloat8E5M2FNUZ:
+    case kOnnxUint4: // two values per byte, one byte per int32
+    case kOnnxInt4: count = t.int32_data_size(); return pack<uint8_t>(t.int32_data());
     }
     count = 0;
     return std::string();
@@ -252,6 +260,44 @@ bool unsafe_location(const std::string &location) {
     for (auto part : split(location, '/'))
         if (part == "..") return true;
     return false;
+}
+
+} // namespace
+
+uint64_t onnx_stored_bytes(int32_t type, const Shape &shape, const std::string &what) {
+    if (!onnx_4bit_type(type)) return checked::bytes_or_fail(shape, onnx_type_size(type), what);
+    return (static_cast<uint64_t>(checked::numel_or_fail(shape, what)) + 1) / 2;
+}
+
+namespace {
+
+// ONNX packs int4/uint4 two per byte, the first in the low nibble; the importer holds one per byte, int4
+// sign-extended.
+std::string unpack_4bit(const std::string &packed, int64_t n, bool is_signed) {
+    std::string out(static_cast<size_t>(n), '\0');
+    for (int64_t i = 0; i < n; ++i) {
+        const int nibble = (static_cast<uint8_t>(packed[static_cast<size_t>(i / 2)]) >> (i % 2 ? 4 : 0)) & 0xF;
+        out[static_cast<size_t>(i)] = static_cast<char>(is_signed && nibble >= 8 ? nibble - 16 : nibble);
+    }
+    return out;
+}
+
+ConstantData unpacked_4bit(const onnx::TensorProto &t, const Shape &shape, uint64_t stored, const std::string &what) {
+    const int32_t type = t.data_type();
+    std::string packed;
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, what, ": ", onnx_type_name(type),
+             " data in an external file is not supported; save the model with its 4-bit tensors inside");
+    } else if (t.has_raw_data()) {
+        packed = t.raw_data();
+    } else {
+        int64_t count = 0;
+        packed = typed_field_bytes(t, count);
+    }
+    if (packed.size() != stored)
+        fail(ONNXSTREAM_ERR_INVALID_MODEL, what, " holds ", packed.size(), " bytes but ", onnx_type_name(type), " ",
+             shape_str(shape), " needs ", stored, " (two values per byte)");
+    return ConstantData::in_memory(type, shape, unpack_4bit(packed, shape_numel(shape), type == kOnnxInt4));
 }
 
 } // namespace
@@ -267,7 +313,8 @@ ConstantData constant_from_proto(onnx::TensorProto &t, const std::string &model_
     if (type == kOnnxString) return ConstantData::in_memory(type, shape, std::string()); // rejected where used
     if (esize == 0) fail(ONNXSTREAM_ERR_UNSUPPORTED, what, " has ONNX data type ", type, ", which is not supported");
     if (t.has_segment()) fail(ONNXSTREAM_ERR_UNSUPPORTED, what, " is a segmented tensor, which is not supported");
-    const uint64_t expected = checked::bytes_or_fail(shape, esize, what);
+    const uint64_t expected = onnx_stored_bytes(type, shape, what);
+    if (onnx_4bit_type(type)) return unpacked_4bit(t, shape, expected, what);
 
     if (t.data_location() == onnx::TensorProto::EXTERNAL) {
         std::string location;

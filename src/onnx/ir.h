@@ -38,10 +38,17 @@ enum OnnxType : int32_t {
     kOnnxFloat8E4M3FNUZ = 18,
     kOnnxFloat8E5M2 = 19,
     kOnnxFloat8E5M2FNUZ = 20,
+    kOnnxUint4 = 21,
+    kOnnxInt4 = 22,
 };
 
 const char *onnx_type_name(int32_t type); // "float", "int64", ... ("type 42" style text is not static)
-size_t onnx_type_size(int32_t type);      // 0 for strings and unknown values
+// 0 for strings and unknown values; 1 for int4 and uint4, whose ONNX data packs two values per byte but
+// whose constants the importer holds one value per byte (as the engine does).
+size_t onnx_type_size(int32_t type);
+inline bool onnx_4bit_type(int32_t type) { return type == kOnnxUint4 || type == kOnnxInt4; }
+// The bytes ONNX stores n elements of a type in (two 4-bit values per byte).
+uint64_t onnx_stored_bytes(int32_t type, const Shape &shape, const std::string &what);
 // bfloat16 and the float8 types: constants the importer moves as bytes but never reads as values.
 inline bool onnx_bits_only_type(int32_t type) { return type == kOnnxBfloat16 || (type >= kOnnxFloat8E4M3FN && type <= kOnnxFloat8E5M2FNUZ); }
 // The engine dtype of an ONNX type; false when model.txt cannot store it.

@@ -15,6 +15,7 @@
 #include "onnx/opset_downgrade.h"
 
 #include <algorithm>
+#include <deque>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -54,11 +55,24 @@ public:
 
     void graph(onnx::GraphProto &g, const std::string &where) {
         std::unordered_map<std::string, const onnx::TensorProto *> constants;
+        std::deque<onnx::TensorProto> from_ints; // Constant's value_ints / value_int (function bodies use them)
         for (const auto &t : g.initializer()) constants[t.name()] = &t;
         for (const auto &n : g.node())
             if (n.op_type() == "Constant" && n.output_size() == 1)
-                for (const auto &a : n.attribute())
+                for (const auto &a : n.attribute()) {
                     if (a.name() == "value" && a.type() == onnx::AttributeProto::TENSOR) constants[n.output(0)] = &a.t();
+                    const bool ints = a.name() == "value_ints" && a.type() == onnx::AttributeProto::INTS;
+                    if (!ints && !(a.name() == "value_int" && a.type() == onnx::AttributeProto::INT)) continue;
+                    onnx::TensorProto &t = from_ints.emplace_back();
+                    t.set_data_type(onnx::TensorProto::INT64);
+                    if (ints) {
+                        t.add_dims(a.ints_size());
+                        for (int64_t v : a.ints()) t.add_int64_data(v);
+                    } else {
+                        t.add_int64_data(a.i());
+                    }
+                    constants[n.output(0)] = &t;
+                }
         for (int i = 0; i < g.node_size(); ++i) {
             onnx::NodeProto &n = *g.mutable_node(i);
             if (!n.domain().empty() && n.domain() != "ai.onnx") continue;

@@ -306,14 +306,14 @@ void validate_tensor(const onnx::TensorProto &t, const std::string &what) {
     const size_t esize = onnx_type_size(type);
     if (esize == 0) return; // a type the importer does not read: rejected with its name where it is used
     if (t.has_raw_data()) {
-        const uint64_t bytes = checked::bytes_or_fail(dims, esize, what);
+        const uint64_t bytes = onnx_stored_bytes(type, dims, what);
         if (t.raw_data().size() != bytes)
             fail(ONNXSTREAM_ERR_INVALID_MODEL, what, " holds ", t.raw_data().size(), " bytes of data but ",
                  onnx_type_name(type), " ", shape_str(dims), " needs ", bytes);
         return;
     }
-    const int64_t count = typed_count(t);
-    if (count != numel)
+    const int64_t count = typed_count(t) * (onnx_4bit_type(type) ? 2 : 1); // 4-bit: two per int32
+    if (count != numel && !(onnx_4bit_type(type) && count == numel + 1))
         fail(ONNXSTREAM_ERR_INVALID_MODEL, what, " holds ", count, " values but ", onnx_type_name(type), " ",
              shape_str(dims), " needs ", numel);
 }

@@ -1,8 +1,11 @@
 // Cast and CastLike between every dtype (float to integer as x86's truncating conversions do it; float16 and
-// bfloat16 staged through float32, the float8 types through double, so that each value is rounded once),
+// bfloat16 staged through float32, the float8 types through double, so that each value is rounded once;
+// to int4 and uint4 clipped to their range, then rounded half to even, as ONNX's reference does),
 // Identity, and Dropout for inference.
 #include "ops/elementwise.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "ops/elementwise_int.h"
@@ -19,7 +22,7 @@ namespace {
 const std::initializer_list<DType> kCastTypes = {
     DType::F32,  DType::F16, DType::F64,      DType::BF16,       DType::I64,    DType::I32,
     DType::I16,  DType::I8,  DType::U64,      DType::U32,        DType::U16,    DType::U8,
-    DType::Bool, DType::F8E4M3FN, DType::F8E4M3FNUZ, DType::F8E5M2, DType::F8E5M2FNUZ};
+    DType::Bool, DType::F8E4M3FN, DType::F8E4M3FNUZ, DType::F8E5M2, DType::F8E5M2FNUZ, DType::I4, DType::U4};
 
 // Cast-19's saturate: only conversions to float8 read it.
 void check_saturate(const InferContext &ctx) {
@@ -61,13 +64,22 @@ template <typename T> struct IsFloat8 : std::false_type {};
 template <Float8Format F> struct IsFloat8<Float8Tag<F>> : std::true_type {};
 template <typename T> constexpr bool kFloat8 = IsFloat8<T>::value;
 
+// int4 and uint4, one value per byte: read as int8/uint8; written clipped and rounded.
+template <bool Signed> struct Int4Tag {
+    using Byte = std::conditional_t<Signed, int8_t, uint8_t>;
+    static constexpr double kLow = Signed ? -8 : 0, kHigh = Signed ? 7 : 15;
+};
+template <typename T> struct IsInt4 : std::false_type {};
+template <bool S> struct IsInt4<Int4Tag<S>> : std::true_type {};
+template <typename T> constexpr bool kInt4 = IsInt4<T>::value;
+
 struct CastOptions {
     bool to_bool = false;
     bool saturate = true;
 };
 
 template <typename S> double load_as_double(const void *src, size_t i) {
-    if constexpr (kFloat8<S>) return 0.0; // not used: float8 sources are widened in convert_range
+    if constexpr (kFloat8<S> || kInt4<S>) return 0.0; // not used: such sources are widened in convert_range
     else if constexpr (std::is_same_v<S, HalfTag>) return half_to_float(static_cast<const uint16_t *>(src)[i]);
     else if constexpr (std::is_same_v<S, BFloat16Tag>) return bfloat16_to_float(static_cast<const uint16_t *>(src)[i]);
     else return static_cast<double>(static_cast<const S *>(src)[i]);
@@ -75,8 +87,9 @@ template <typename S> double load_as_double(const void *src, size_t i) {
 
 template <Float8Format F> constexpr Float8Format format_of(Float8Tag<F>) { return F; }
 
+
 template <typename T> constexpr size_t dtype_size_of() {
-    if constexpr (kFloat8<T>) return 1;
+    if constexpr (kFloat8<T> || kInt4<T>) return 1;
     else if constexpr (kStaged<T>) return 2;
     else return sizeof(T);
 }
@@ -150,6 +163,15 @@ template <typename S, typename D> void convert_plain(const void *src, void *dst,
 template <typename S, typename D> void convert_range(const void *src, void *dst, size_t n, const CastOptions &opt) {
     if constexpr (kFloat8<S>) {
         convert_from_float8<S, D>(static_cast<const uint8_t *>(src), dst, n, opt);
+    } else if constexpr (kInt4<S>) {
+        convert_range<typename S::Byte, D>(src, dst, n, opt);
+    } else if constexpr (kInt4<D>) {
+        auto *d = static_cast<typename D::Byte *>(dst);
+        for (size_t i = 0; i < n; ++i) {
+            const double v = load_as_double<S>(src, i);
+            // NaN has no 4-bit value: 0, as for the float8 codes' integer casts.
+            d[i] = static_cast<typename D::Byte>(std::isnan(v) ? 0.0 : std::nearbyint(std::clamp(v, D::kLow, D::kHigh)));
+        }
     } else if constexpr (kFloat8<D>) {
         uint8_t *d = static_cast<uint8_t *>(dst);
         for (size_t i = 0; i < n; ++i)
@@ -168,6 +190,8 @@ template <typename Fn> void dispatch_storage(DType d, Fn &&fn) {
     case DType::F8E4M3FNUZ: fn(Float8Tag<Float8Format::E4M3FNUZ>{}); return;
     case DType::F8E5M2: fn(Float8Tag<Float8Format::E5M2>{}); return;
     case DType::F8E5M2FNUZ: fn(Float8Tag<Float8Format::E5M2FNUZ>{}); return;
+    case DType::I4: fn(Int4Tag<true>{}); return;
+    case DType::U4: fn(Int4Tag<false>{}); return;
     default: dispatch_exact(d, std::forward<Fn>(fn));
     }
 }

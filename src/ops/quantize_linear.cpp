@@ -120,9 +120,10 @@ std::vector<int32_t> zero_points(const Tensor *zp, int64_t n) {
     return out;
 }
 
-// The code types: 8- and 16-bit integers, and the float8 types (opset 19), whose codes are values.
+// The code types: 4-, 8- and 16-bit integers, and the float8 types (opset 19), whose codes are values.
 const std::initializer_list<DType> kCodeTypes = {DType::U8,       DType::I8,         DType::U16,    DType::I16,
-                                                 DType::F8E4M3FN, DType::F8E4M3FNUZ, DType::F8E5M2, DType::F8E5M2FNUZ};
+                                                 DType::U4,       DType::I4,         DType::F8E4M3FN,
+                                                 DType::F8E4M3FNUZ, DType::F8E5M2,   DType::F8E5M2FNUZ};
 
 // Scales as float32, whatever their dtype (float32 or float16).
 std::vector<float> scales_of(const Tensor &scale) {
@@ -229,9 +230,12 @@ void quantize_general(RunContext &ctx, const Tensor &x, const std::vector<float>
         });
         return;
     }
-    dispatch_int(y.dtype(), [&](auto tag) {
+    // int4 and uint4 are one value per byte: int8 and uint8 storage with their own range.
+    const DType storage = y.dtype() == DType::I4 ? DType::I8 : y.dtype() == DType::U4 ? DType::U8 : y.dtype();
+    dispatch_int(storage, [&](auto tag) {
         using Q = decltype(tag);
-        constexpr float lo = std::numeric_limits<Q>::min(), hi = std::numeric_limits<Q>::max();
+        const float lo = y.dtype() == DType::I4 ? -8.0f : float(std::numeric_limits<Q>::min());
+        const float hi = y.dtype() == DType::I4 ? 7.0f : y.dtype() == DType::U4 ? 15.0f : float(std::numeric_limits<Q>::max());
         Q *yd = y.data<Q>();
         for_each_line(ctx, l, [&](int64_t line, size_t c) {
             std::vector<float> buf;
@@ -270,8 +274,8 @@ void quantize_run(RunContext &ctx) {
 std::vector<TensorInfo> dequantize_infer(const InferContext &ctx) {
     ctx.require_inputs(2, 3);
     refuse_newer_attributes(ctx);
-    ctx.require_dtype(0, {DType::U8, DType::I8, DType::U16, DType::I16, DType::I32, DType::F8E4M3FN,
-                          DType::F8E4M3FNUZ, DType::F8E5M2, DType::F8E5M2FNUZ});
+    ctx.require_dtype(0, {DType::U8, DType::I8, DType::U16, DType::I16, DType::U4, DType::I4, DType::I32,
+                          DType::F8E4M3FN, DType::F8E4M3FNUZ, DType::F8E5M2, DType::F8E5M2FNUZ});
     require_plain_codes(ctx, 0, "x");
     ctx.require_dtype(1, kFloatTypes);
     const TensorInfo &x = ctx.input(0);
@@ -339,8 +343,10 @@ void dequantize_run(RunContext &ctx) {
     }
     const float *s = scale.data<float>();
     switch (x.dtype()) {
-    case DType::U8: dequantize_typed(ctx, x.data<uint8_t>(), s, z, l, y.data<float>()); break;
-    case DType::I8: dequantize_typed(ctx, x.data<int8_t>(), s, z, l, y.data<float>()); break;
+    case DType::U8:
+    case DType::U4: dequantize_typed(ctx, x.data<uint8_t>(), s, z, l, y.data<float>()); break;
+    case DType::I8:
+    case DType::I4: dequantize_typed(ctx, x.data<int8_t>(), s, z, l, y.data<float>()); break;
     case DType::U16: dequantize_typed(ctx, x.data<uint16_t>(), s, z, l, y.data<float>()); break;
     case DType::I16: dequantize_typed(ctx, x.data<int16_t>(), s, z, l, y.data<float>()); break;
     case DType::I32: dequantize_typed(ctx, x.data<int32_t>(), s, z, l, y.data<float>()); break;

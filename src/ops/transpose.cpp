@@ -298,6 +298,8 @@ void store_scalar(DType dtype, double value, void *out) {
     }
     case DType::I8: *static_cast<int8_t *>(out) = saturate<int8_t>(value); break;
     case DType::U8: *static_cast<uint8_t *>(out) = saturate<uint8_t>(value); break;
+    case DType::I4: *static_cast<int8_t *>(out) = static_cast<int8_t>(std::clamp<double>(value, -8, 7)); break;
+    case DType::U4: *static_cast<uint8_t *>(out) = static_cast<uint8_t>(std::clamp<double>(value, 0, 15)); break;
     case DType::Bool: *static_cast<uint8_t *>(out) = value != 0 ? 1 : 0; break;
     case DType::F64: std::memcpy(out, &value, 8); break;
     case DType::F8E4M3FN:

@@ -17,6 +17,7 @@ constexpr DTypeInfo kInfos[] = {
     {DType::BF16, "bfloat16", 2, 16},
     {DType::F8E4M3FN, "float8e4m3fn", 1, 17}, {DType::F8E4M3FNUZ, "float8e4m3fnuz", 1, 18},
     {DType::F8E5M2, "float8e5m2", 1, 19},     {DType::F8E5M2FNUZ, "float8e5m2fnuz", 1, 20},
+    {DType::I4, "int4", 1, 22},               {DType::U4, "uint4", 1, 21},
 };
 } // namespace
 
@@ -61,7 +62,7 @@ int dtype_onnx_type(DType dtype) {
 const char *onnx_types_supported() {
     return "1 (float), 10 (float16), 11 (double), 16 (bfloat16), 7 (int64), 6 (int32), 5 (int16), 3 (int8), "
            "13 (uint64), 12 (uint32), 4 (uint16), 2 (uint8), 9 (bool), 17 (float8e4m3fn), 18 (float8e4m3fnuz), "
-           "19 (float8e5m2), 20 (float8e5m2fnuz)";
+           "19 (float8e5m2), 20 (float8e5m2fnuz), 22 (int4), 21 (uint4)";
 }
 
 bool dtype_valid(int value) {

@@ -28,11 +28,13 @@ enum class DType : int {
     F8E4M3FNUZ = ONNXSTREAM_DTYPE_FLOAT8E4M3FNUZ,
     F8E5M2 = ONNXSTREAM_DTYPE_FLOAT8E5M2,
     F8E5M2FNUZ = ONNXSTREAM_DTYPE_FLOAT8E5M2FNUZ,
+    I4 = ONNXSTREAM_DTYPE_INT4, // one value per byte (ONNX packs two): data movement needs no sub-byte access
+    U4 = ONNXSTREAM_DTYPE_UINT4,
 };
 
 size_t dtype_size(DType dtype);
 // Name as written in model.txt: float32, float16, int64, uint8, int8, int32, bool, float64, int16, uint16,
-// uint32, uint64, bfloat16, float8e4m3fn, float8e4m3fnuz, float8e5m2, float8e5m2fnuz.
+// uint32, uint64, bfloat16, float8e4m3fn, float8e4m3fnuz, float8e5m2, float8e5m2fnuz, int4, uint4.
 const char *dtype_name(DType dtype);
 // Parse a model.txt dtype name; false if unknown.
 bool parse_dtype(std::string_view text, DType &out);

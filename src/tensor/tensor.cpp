@@ -36,8 +36,10 @@ int64_t int_at(const Tensor &t, int64_t i) {
     case DType::I64: return t.data<int64_t>()[i];
     case DType::I32: return t.data<int32_t>()[i];
     case DType::U8:
+    case DType::U4:
     case DType::Bool: return t.data<uint8_t>()[i];
-    case DType::I8: return t.data<int8_t>()[i];
+    case DType::I8:
+    case DType::I4: return t.data<int8_t>()[i];
     case DType::I16: return t.data<int16_t>()[i];
     case DType::U16: return t.data<uint16_t>()[i];
     case DType::U32: return t.data<uint32_t>()[i];

@@ -59,7 +59,8 @@ std::vector<double> as_doubles(const void *data, onnxstream_dtype_t dtype, size_
         }
         case ONNXSTREAM_DTYPE_INT64: v[i] = static_cast<double>(static_cast<const int64_t *>(data)[i]); break;
         case ONNXSTREAM_DTYPE_INT32: v[i] = static_cast<const int32_t *>(data)[i]; break;
-        case ONNXSTREAM_DTYPE_INT8: v[i] = static_cast<const int8_t *>(data)[i]; break;
+        case ONNXSTREAM_DTYPE_INT8:
+        case ONNXSTREAM_DTYPE_INT4: v[i] = static_cast<const int8_t *>(data)[i]; break;
         case ONNXSTREAM_DTYPE_FLOAT64: v[i] = static_cast<const double *>(data)[i]; break;
         case ONNXSTREAM_DTYPE_INT16: v[i] = static_cast<const int16_t *>(data)[i]; break;
         case ONNXSTREAM_DTYPE_UINT16: v[i] = static_cast<const uint16_t *>(data)[i]; break;

@@ -64,8 +64,9 @@ const char *kUsage =
     "  declaration of NAME; dtype float32, int64, float16 or uint8 chosen by the file size).\n"
     "  --input-dtype  push input NAME's elements as DTYPE, of the same size as the file's (bfloat16 from a\n"
     "                 uint16 .npy of bit patterns, float8e4m3fn and the other float8 types from uint8 ones:\n"
-    "                 .npy has neither)\n"
-    "  Outputs go to --output-dir as .npy: float16, bfloat16 and float8 widened to float32.\n";
+    "                 .npy has neither; int4 from int8 and uint4 from uint8, one value per byte)\n"
+    "  Outputs go to --output-dir as .npy: float16, bfloat16 and float8 widened to float32, int4 and\n"
+    "  uint4 as int8 and uint8.\n";
 
 struct Args {
     std::string model;
@@ -435,7 +436,11 @@ std::string write_outputs(onnxstream_model_t *model, const Args &args) {
                                                  f.size() * 4);
                     dtype = ONNXSTREAM_DTYPE_FLOAT32;
                 } else {
-                    onnxstream::tools::write_npy(file, v.dtype, {v.shape, v.shape + v.rank}, v.data, v.byte_size);
+                    // int4 and uint4 hold one value per byte: int8 and uint8 in the file.
+                    dtype = v.dtype == ONNXSTREAM_DTYPE_INT4    ? ONNXSTREAM_DTYPE_INT8
+                            : v.dtype == ONNXSTREAM_DTYPE_UINT4 ? ONNXSTREAM_DTYPE_UINT8
+                                                                : v.dtype;
+                    onnxstream::tools::write_npy(file, dtype, {v.shape, v.shape + v.rank}, v.data, v.byte_size);
                 }
             } catch (const std::exception &e) {
                 die(e.what());

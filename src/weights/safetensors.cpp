@@ -57,7 +57,9 @@ StoredDType stored_dtype_of(DType dtype) {
     case DType::I64: return StoredDType::I64;
     case DType::I32: return StoredDType::I32;
     case DType::I8: return StoredDType::I8;
-    case DType::U8: return StoredDType::U8;
+    case DType::U8:
+    case DType::U4: return StoredDType::U8;
+    case DType::I4: return StoredDType::I8;
     case DType::Bool: return StoredDType::Bool;
     case DType::F64: return StoredDType::F64;
     case DType::I16: return StoredDType::I16;

@@ -30,7 +30,8 @@ enum class StoredDType { F32, F16, BF16, I64, I32, I8, U8, Bool, F64, I16, U16, 
 const char *stored_dtype_name(StoredDType dtype);
 size_t stored_dtype_size(StoredDType dtype);
 // How a tensor of an engine dtype is stored. The format has no names for float8e4m3fnuz and float8e5m2fnuz:
-// their bytes are stored as U8 and model.txt gives the type.
+// their bytes are stored as U8 and model.txt gives the type. int4 and uint4 are stored one value per byte, as
+// I8 and U8.
 StoredDType stored_dtype_of(DType dtype);
 
 struct StoredTensor {

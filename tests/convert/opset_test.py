@@ -5,7 +5,8 @@ against ONNX Runtime:
   element-wise part alone, |x|, x*x, log x, x), Split with num_outputs (even and uneven), Resize with the new
   attributes at their defaults, with antialias, along chosen axes, with keep_aspect_ratio_policy and with
   half_pixel_symmetric coordinates, Pad along chosen axes and in wrap mode, Cast with saturate, and Conv at
-  opset 22;
+  opset 22; with an ONNX that knows them (Debian 13), float8 QuantizeLinear/DequantizeLinear and Cast
+  saturate=0, an int4 weight packed two per byte, and blocked dequantization;
 - a Reduce whose axes are a graph input: refused naming the input, converted once --input-value pins it;
 - operators new in those opsets that the engine runs: Gelu (20), GroupNormalization with per-group (18) and
   per-channel (21) scale and bias, Mish (18);
@@ -92,6 +93,29 @@ save("split18_uneven", [helper.make_node("Split", ["x"], ["a", "b", "c"], axis=1
 save("groupnorm18", [helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2, epsilon=1e-5)],
      [f("x", [1, 4, 3, 3])], [f("y", None)], 18,
      [nh.from_array(np.array([1, 2], np.float32), "s"), nh.from_array(np.array([0, .5], np.float32), "b")])
+# The float8 and 4-bit types (an ONNX that knows them, 1.16 or later): float8 QuantizeLinear/DequantizeLinear
+# round trips and non-saturating Casts; an int4 weight packed two per byte with an odd element count,
+# dequantized per axis, and a blocked int8 one, each into a MatMul.
+if hasattr(TensorProto, "INT4"):
+    e4 = lambda n, v: helper.make_tensor(n, TensorProto.FLOAT8E4M3FN, [len(v)], v)
+    save("float8_qdq21", [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=1),
+                          helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1),
+                          helper.make_node("Cast", ["x"], ["c"], to=TensorProto.FLOAT8E5M2, saturate=0),
+                          helper.make_node("Cast", ["c"], ["d"], to=TensorProto.FLOAT),
+                          helper.make_node("Add", ["y", "d"], ["out"])],
+         [f("x", [2, 3, 4])], [f("out", None)], 21,
+         [nh.from_array(np.array([0.5, 0.01, 2.0], np.float32), "s"), e4("z", [0, 0, 0])])
+    w4 = helper.make_tensor("w", TensorProto.INT4, [3, 5], list(np.arange(15) % 16 - 8))
+    save("int4_weight21", [helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], axis=0),
+                           helper.make_node("MatMul", ["x", "wf"], ["y"])],
+         [f("x", [2, 3])], [f("y", None)], 21,
+         [w4, nh.from_array(np.array([0.1, 0.2, 0.05], np.float32), "ws"),
+          helper.make_tensor("wz", TensorProto.INT4, [3], [1, -2, 0])])
+    save("blocked_weight21", [helper.make_node("DequantizeLinear", ["w", "ws"], ["wf"], axis=0, block_size=2),
+                              helper.make_node("MatMul", ["x", "wf"], ["y"])],
+         [f("x", [2, 5])], [f("y", None)], 21,
+         [nh.from_array(np.arange(-20, 20, dtype=np.int8).reshape(5, 8), "w"),
+          nh.from_array(np.linspace(0.01, 0.1, 24).astype(np.float32).reshape(3, 8), "ws")])
 '''
 
 CONVERTS = ["reduce18", "split18", "split18_uneven", "resize19", "resize_antialias", "resize_axes", "pad_axes",
@@ -105,7 +129,10 @@ REFUSED = {"opset23": "newest onnxstream reads (22)", "reduce_float_axes": "axes
 def main():
     a, cli = convert_cases.setup(MODELS)
 
-    for name in CONVERTS:
+    # Models of types the installed ONNX does not know are not written.
+    newer = [n for n in ("float8_qdq21", "int4_weight21", "blocked_weight21")
+             if os.path.exists(os.path.join(a.work, n + ".onnx"))]
+    for name in CONVERTS + newer:
         rc, out = cli(os.path.join(a.work, name + ".onnx"), os.path.join(a.work, name), "--check",
                       "--check-tolerance", "1e-5")
         check(rc == 0 and "check passed" in out,

@@ -67,7 +67,9 @@ Tensor synth_constant(const Allocator &alloc, const WeightSpec &spec) {
         case DType::I64: t.data<int64_t>()[i] = v; break;
         case DType::I32: t.data<int32_t>()[i] = v; break;
         case DType::I8: t.data<int8_t>()[i] = static_cast<int8_t>(v); break;
-        case DType::U8: t.data<uint8_t>()[i] = static_cast<uint8_t>(v + 2); break;
+        case DType::U8:
+        case DType::U4: t.data<uint8_t>()[i] = static_cast<uint8_t>(v + 2); break;
+        case DType::I4: t.data<int8_t>()[i] = static_cast<int8_t>(v); break;
         case DType::Bool: t.data<uint8_t>()[i] = static_cast<uint8_t>(v > 0); break;
         case DType::F64: t.data<double>()[i] = v; break;
         case DType::I16: t.data<int16_t>()[i] = static_cast<int16_t>(v); break;

@@ -43,6 +43,8 @@ class DType(AppendOnlyEnum):
     FLOAT8E4M3FNUZ = 15  #: since 0.14
     FLOAT8E5M2 = 16  #: since 0.14
     FLOAT8E5M2FNUZ = 17  #: since 0.14
+    INT4 = 18  #: since 0.14; one value per byte: arrays of it are int8
+    UINT4 = 19  #: since 0.14; one value per byte: arrays of it are uint8
 
 
 class Provider(enum.IntEnum):

@@ -38,9 +38,13 @@ _TO_NUMPY = {
     DType.FLOAT8E4M3FNUZ: np.dtype(np.uint8),
     DType.FLOAT8E5M2: np.dtype(np.uint8),
     DType.FLOAT8E5M2FNUZ: np.dtype(np.uint8),
+    DType.INT4: np.dtype(np.int8),  # one value per byte
+    DType.UINT4: np.dtype(np.uint8),
 }
-# A uint16 (uint8) array is uint16 (uint8) unless the caller says bfloat16 (a float8 type).
-_BIT_PATTERN_TYPES = (DType.BFLOAT16, DType.FLOAT8E4M3FN, DType.FLOAT8E4M3FNUZ, DType.FLOAT8E5M2, DType.FLOAT8E5M2FNUZ)
+# A uint16 (uint8, int8) array is uint16 (uint8, int8) unless the caller says bfloat16 (a float8 type, uint4,
+# int4).
+_BIT_PATTERN_TYPES = (DType.BFLOAT16, DType.FLOAT8E4M3FN, DType.FLOAT8E4M3FNUZ, DType.FLOAT8E5M2, DType.FLOAT8E5M2FNUZ,
+                      DType.INT4, DType.UINT4)
 _FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items() if k not in _BIT_PATTERN_TYPES}
 
 

@@ -40,6 +40,8 @@ pub const ONNXSTREAM_DTYPE_FLOAT8E4M3FN: onnxstream_dtype_t = 14;
 pub const ONNXSTREAM_DTYPE_FLOAT8E4M3FNUZ: onnxstream_dtype_t = 15;
 pub const ONNXSTREAM_DTYPE_FLOAT8E5M2: onnxstream_dtype_t = 16;
 pub const ONNXSTREAM_DTYPE_FLOAT8E5M2FNUZ: onnxstream_dtype_t = 17;
+pub const ONNXSTREAM_DTYPE_INT4: onnxstream_dtype_t = 18;
+pub const ONNXSTREAM_DTYPE_UINT4: onnxstream_dtype_t = 19;
 
 pub const ONNXSTREAM_PROVIDER_AUTO: i32 = -1;
 pub const ONNXSTREAM_PROVIDER_NOCACHE: i32 = 0;
@@ -478,6 +480,8 @@ mod layout_tests {
             ONNXSTREAM_DTYPE_FLOAT8E4M3FNUZ,
             ONNXSTREAM_DTYPE_FLOAT8E5M2,
             ONNXSTREAM_DTYPE_FLOAT8E5M2FNUZ,
+            ONNXSTREAM_DTYPE_INT4,
+            ONNXSTREAM_DTYPE_UINT4,
             ONNXSTREAM_PROVIDER_AUTO,
             ONNXSTREAM_MEMORY_BALANCED,
             ONNXSTREAM_MEMORY_MIN,

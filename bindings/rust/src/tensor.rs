@@ -40,6 +40,10 @@ pub enum DType {
     Float8E5M2,
     /// Since 0.14.
     Float8E5M2FNUZ,
+    /// Since 0.14: one value per byte, stored as `i8`.
+    Int4,
+    /// Since 0.14: one value per byte, stored as `u8`.
+    UInt4,
     /// A value this version of the crate does not know.
     Unknown(i32),
 }
@@ -64,6 +68,8 @@ impl DType {
             sys::ONNXSTREAM_DTYPE_FLOAT8E4M3FNUZ => DType::Float8E4M3FNUZ,
             sys::ONNXSTREAM_DTYPE_FLOAT8E5M2 => DType::Float8E5M2,
             sys::ONNXSTREAM_DTYPE_FLOAT8E5M2FNUZ => DType::Float8E5M2FNUZ,
+            sys::ONNXSTREAM_DTYPE_INT4 => DType::Int4,
+            sys::ONNXSTREAM_DTYPE_UINT4 => DType::UInt4,
             other => DType::Unknown(other),
         }
     }
@@ -87,6 +93,8 @@ impl DType {
             DType::Float8E4M3FNUZ => sys::ONNXSTREAM_DTYPE_FLOAT8E4M3FNUZ,
             DType::Float8E5M2 => sys::ONNXSTREAM_DTYPE_FLOAT8E5M2,
             DType::Float8E5M2FNUZ => sys::ONNXSTREAM_DTYPE_FLOAT8E5M2FNUZ,
+            DType::Int4 => sys::ONNXSTREAM_DTYPE_INT4,
+            DType::UInt4 => sys::ONNXSTREAM_DTYPE_UINT4,
             DType::Unknown(code) => code,
         }
     }
@@ -321,6 +329,8 @@ mod tests {
             DType::Float8E4M3FNUZ,
             DType::Float8E5M2,
             DType::Float8E5M2FNUZ,
+            DType::Int4,
+            DType::UInt4,
         ] {
             assert_eq!(DType::from_code(d.code()), d);
             assert_ne!(d.name(), "unknown");
