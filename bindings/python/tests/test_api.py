@@ -17,7 +17,7 @@ def open_tiny(tiny_dir, **kwargs) -> onnxstream.Model:
 
 
 def test_version_and_library():
-    assert onnxstream.__version__ == "0.13.0"
+    assert onnxstream.__version__ == "0.14.0"
     major, minor, _ = (int(p) for p in onnxstream.library_version().split("."))
     assert (major, minor) >= (0, 7)
     assert "XNNPACK" in onnxstream.kernel_library()
@@ -336,7 +336,7 @@ class _OldLibrary:
 def test_an_older_library_is_refused_by_version():
     with pytest.raises(onnxstream.LibraryError) as e:
         onnxstream._capi._API(_OldLibrary(), "libold.so")
-    assert "libonnxstream 0.6.0" in str(e.value) and "0.13.x" in str(e.value)
+    assert "libonnxstream 0.6.0" in str(e.value) and "0.14.x" in str(e.value)
 
 
 def test_float64_and_wide_integer_inputs_are_computed_in_their_own_types(tmp_path):
@@ -354,3 +354,28 @@ def test_float64_and_wide_integer_inputs_are_computed_in_their_own_types(tmp_pat
     np.testing.assert_array_equal(out["t"], x + y)
     np.testing.assert_array_equal(out["u"], (x - y).astype(np.uint64))
     np.testing.assert_array_equal(out["m"], np.maximum(a, b))
+
+
+def test_float8_and_int4_outputs_are_bit_patterns_and_bytes(tmp_path):
+    text = ("f:Cast*input:x(5)*output:f(5)*to:17\n"  # float8e4m3fn
+            "g:Cast*input:f(5)*output:g(5)*to:1\n"
+            "h:Cast*input:x(5)*output:h(5)*to:22\n")  # int4
+    x = np.array([1.0, 0.3, 500.0, -0.017, -9.5], np.float32)
+    with onnxstream.Model.from_string(text, tmp_path, threads=1) as model:
+        model.add_output("f")  # read by g, so not an output by itself
+        out = model.run({"x": x})
+    assert out["f"].dtype == np.uint8 and out["h"].dtype == np.int8
+    # float8e4m3fn by its definition: sign, 4-bit exponent (bias 7), 3-bit mantissa; S.1111.111 is NaN.
+    codes = np.arange(0x7F)
+    e, m = codes >> 3, codes & 7
+    values = np.where(e == 0, m / 8 * 2.0 ** -6, (1 + m / 8) * 2.0 ** (e - 7))
+
+    def nearest_code(v):  # saturating at 448, ties to the even code
+        d = np.abs(values - min(abs(v), 448.0))
+        ties = np.flatnonzero(d == d.min())
+        return ties[ties % 2 == 0][0] if len(ties) > 1 else ties[0]
+
+    codes = [nearest_code(v) for v in x.astype(np.float64)]
+    np.testing.assert_array_equal(out["f"] & 0x7F, codes)
+    np.testing.assert_array_equal(out["g"], (np.sign(x) * values[codes]).astype(np.float32))
+    np.testing.assert_array_equal(out["h"], np.rint(np.clip(x, -8, 7)).astype(np.int8))
