@@ -4,7 +4,7 @@
 # installed tools run, and the man pages are there when help2man made them.
 #   install_test.sh BUILD_DIR SHARED_DIR MAN_PAGES(yes|no) CC
 set -eu
-build=$1 shared=$2 man=$3 cc=$4
+build=$1 shared=$2 man=$3 cc=$4 # cc: the compiler command, with its wrapper (ccache) if any
 dest=$(mktemp -d)
 trap 'rm -rf "$dest"' EXIT
 
