@@ -179,27 +179,23 @@ template <typename Fn> void for_each_line(const RunContext &ctx, const AxisLayou
                  });
 }
 
+// An integer code: x / scale rounded, the zero point added, clamped to [lo, hi]. nearbyint rounds half to even
+// in the default rounding mode; NaN has no code and takes the zero point rather than an undefined conversion.
+inline float integer_code(float scaled, float z, float lo, float hi) {
+    const float v = std::nearbyint(scaled) + z;
+    return std::isnan(v) ? z : std::min(std::max(v, lo), hi);
+}
+
 template <typename Q>
 void quantize_typed(const RunContext &ctx, const float *x, const float *scale, const std::vector<int32_t> &zp,
                     const AxisLayout &l, Q *y) {
     constexpr float lo = std::numeric_limits<Q>::min(), hi = std::numeric_limits<Q>::max();
-    const int64_t lines = l.outer * l.channels;
-    parallel_for(ctx.pool(), static_cast<size_t>(lines), shapeops::task_tile(static_cast<size_t>(l.inner) * 5),
-                 [&](size_t begin, size_t end) {
-                     for (size_t line = begin; line < end; ++line) {
-                         const size_t c = line % static_cast<size_t>(l.channels);
-                         const float s = scale[c], z = static_cast<float>(zp[c]);
-                         const float *xl = x + static_cast<int64_t>(line) * l.inner;
-                         Q *yl = y + static_cast<int64_t>(line) * l.inner;
-                         for (int64_t i = 0; i < l.inner; ++i) {
-                             // nearbyint rounds half to even in the default rounding mode; NaN has no code and
-                             // takes the zero point rather than an undefined conversion.
-                             float v = std::nearbyint(xl[i] / s) + z;
-                             v = std::isnan(v) ? z : std::min(std::max(v, lo), hi);
-                             yl[i] = static_cast<Q>(v);
-                         }
-                     }
-                 });
+    for_each_line(ctx, l, [&](int64_t line, size_t c) {
+        const float s = scale[c], z = static_cast<float>(zp[c]);
+        const float *xl = x + line * l.inner;
+        Q *yl = y + line * l.inner;
+        for (int64_t i = 0; i < l.inner; ++i) yl[i] = static_cast<Q>(integer_code(xl[i] / s, z, lo, hi));
+    });
 }
 
 // The zero points as float32 values: integer codes, or float8 values.
@@ -210,9 +206,24 @@ std::vector<float> zero_values(const Tensor *zp, int64_t n) {
     return out;
 }
 
-// Any other quantization than float32 to 8-bit integers: 16-bit integer codes (rounded half to even, the zero
-// point added, clamped), float8 codes (x / scale + zero point converted as Cast converts to float8, with
-// the node's saturate), float16 x and scale.
+// Calls fn(k, x[k] / scale, zero point) for every element k of a float32 or float16 x, in parallel by line,
+// with the scale and zero point of the element's channel or block.
+template <typename Fn>
+void for_each_scaled(const RunContext &ctx, const Tensor &x, const std::vector<float> &scale,
+                     const std::vector<float> &zero, const AxisLayout &l, Fn &&fn) {
+    for_each_line(ctx, l, [&](int64_t line, size_t) {
+        std::vector<float> buf;
+        const float *xl = line_as_float(x, line * l.inner, l.inner, buf);
+        for (int64_t i = 0; i < l.inner; ++i) {
+            const size_t p = l.param(line, i);
+            fn(line * l.inner + i, xl[i] / scale[p], zero[p]);
+        }
+    });
+}
+
+// Any other quantization than float32 to 8-bit integers: 4- and 16-bit integer codes (integer_code), float8
+// codes (x / scale + zero point converted as Cast converts to float8, with the node's saturate), float16 x
+// and scale, blocked quantization.
 void quantize_general(RunContext &ctx, const Tensor &x, const std::vector<float> &scale, const Tensor *zp,
                       const AxisLayout &l, Tensor &y) {
     const std::vector<float> zero = zero_values(zp, l.params());
@@ -220,13 +231,8 @@ void quantize_general(RunContext &ctx, const Tensor &x, const std::vector<float>
     if (float8_format(y.dtype(), f8)) {
         const bool saturate = ctx.attrs().get_int("saturate", 1) != 0;
         uint8_t *yd = y.data<uint8_t>();
-        for_each_line(ctx, l, [&](int64_t line, size_t c) {
-            std::vector<float> buf;
-            const float *xl = line_as_float(x, line * l.inner, l.inner, buf);
-            for (int64_t i = 0; i < l.inner; ++i) {
-                const size_t p = l.block ? l.param(line, i) : c;
-                yd[line * l.inner + i] = double_to_float8(xl[i] / scale[p] + zero[p], f8, saturate);
-            }
+        for_each_scaled(ctx, x, scale, zero, l, [&](int64_t k, float scaled, float z) {
+            yd[k] = double_to_float8(scaled + z, f8, saturate);
         });
         return;
     }
@@ -237,15 +243,8 @@ void quantize_general(RunContext &ctx, const Tensor &x, const std::vector<float>
         const float lo = y.dtype() == DType::I4 ? -8.0f : float(std::numeric_limits<Q>::min());
         const float hi = y.dtype() == DType::I4 ? 7.0f : y.dtype() == DType::U4 ? 15.0f : float(std::numeric_limits<Q>::max());
         Q *yd = y.data<Q>();
-        for_each_line(ctx, l, [&](int64_t line, size_t c) {
-            std::vector<float> buf;
-            const float *xl = line_as_float(x, line * l.inner, l.inner, buf);
-            for (int64_t i = 0; i < l.inner; ++i) {
-                const size_t p = l.block ? l.param(line, i) : c;
-                float v = std::nearbyint(xl[i] / scale[p]) + zero[p];
-                v = std::isnan(v) ? zero[p] : std::min(std::max(v, lo), hi);
-                yd[line * l.inner + i] = static_cast<Q>(v);
-            }
+        for_each_scaled(ctx, x, scale, zero, l, [&](int64_t k, float scaled, float z) {
+            yd[k] = static_cast<Q>(integer_code(scaled, z, lo, hi));
         });
     });
 }
@@ -308,10 +307,10 @@ void dequantize_typed(const RunContext &ctx, const Q *x, const float *scale, con
 void dequantize_general(const RunContext &ctx, const Tensor &x, const std::vector<float> &scale, const Tensor *zp,
                         const AxisLayout &l, Tensor &y) {
     const std::vector<float> zero = zero_values(zp, l.params());
-    for_each_line(ctx, l, [&](int64_t line, size_t c) {
+    for_each_line(ctx, l, [&](int64_t line, size_t) {
         std::vector<float> yl(static_cast<size_t>(l.inner));
         for (int64_t i = 0; i < l.inner; ++i) {
-            const size_t p = l.block ? l.param(line, i) : c;
+            const size_t p = l.param(line, i);
             yl[static_cast<size_t>(i)] = (float_at(x, line * l.inner + i) - zero[p]) * scale[p];
         }
         if (y.dtype() == DType::F32)
