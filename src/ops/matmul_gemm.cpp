@@ -3,6 +3,7 @@
 // once and each distinct one (attention's per-head K^T, V) once per slice.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "ops/layout.h"
 #include "ops/matmul_kernels.h"
@@ -19,6 +20,46 @@ namespace {
 
 // ---------------------------------------------------------------------------------------------------------
 // Helpers shared by MatMul and Gemm
+
+// The node's fully connected operator kept from one run to the next when the model keeps prepared kernels
+// (RunContext::state: the RAM provider of max-speed), so a whole weight is packed once rather than on every
+// run. It stays valid while the weight and Gemm's C (where the bias comes from) are the same storage and the
+// product has the same K and N; only one of the three kinds is set.
+struct FcState {
+    const void *weight_storage = nullptr, *bias_storage = nullptr;
+    size_t k = 0, n = 0;
+    bool weight_kn = false;
+    std::shared_ptr<xnn::FullyConnectedF32> f32;
+    std::shared_ptr<xnn::FullyConnectedQd8> qd8;
+    std::shared_ptr<xnn::FullyConnectedF16> f16;
+    // A streamed weight's float32 operators, one per chunk of chunk_rows rows.
+    int64_t chunk_rows = 0;
+    std::vector<std::shared_ptr<xnn::FullyConnectedF32>> f32_chunks;
+};
+
+// The node's kept state for a product over the whole weight input `wi` (input 2, if any, being the bias's
+// source): the current one when it matches, else a fresh one installed in the slot for the caller to fill.
+// Null when nothing may be kept: no slot, or a weight or bias computed at run time. A streamed weight has
+// no data of its own to identify it: its chunks come from the provider the model keeps, so only its
+// shape, K and N identify it.
+std::shared_ptr<FcState> kept_fc(const RunContext &ctx, size_t wi, size_t k, size_t n, bool weight_kn) {
+    std::shared_ptr<void> *slot = ctx.state();
+    if (!slot || !ctx.input_is_weight(wi) || (ctx.has_input(2) && !ctx.input_is_weight(2))) return nullptr;
+    const void *weight_storage = ctx.input(wi).raw();
+    const void *bias_storage = ctx.has_input(2) ? ctx.input(2).raw() : nullptr;
+    auto state = std::static_pointer_cast<FcState>(*slot);
+    if (state && state->weight_storage == weight_storage && state->bias_storage == bias_storage && state->k == k &&
+        state->n == n && state->weight_kn == weight_kn)
+        return state;
+    state = std::make_shared<FcState>();
+    state->weight_storage = weight_storage;
+    state->bias_storage = bias_storage;
+    state->k = k;
+    state->n = n;
+    state->weight_kn = weight_kn;
+    *slot = state;
+    return state;
+}
 
 // The fully connected product of fc_weight in int8 arithmetic, for a per-channel int8 weight whose scales
 // run along N (what --quantize w8 writes for MatMul and Gemm): x is quantized row by row when the op runs
@@ -39,8 +80,11 @@ bool fc_weight_int8(const RunContext &ctx, size_t wi, const float *x, size_t m, 
     xnn::QuantizedRows xq;
     xq.values = xq_buffer.data<int8_t>();
     if (!ctx.is_streamed(wi)) {
-        auto fc = xnn::FullyConnectedQd8::create(k, n, w.data<int8_t>(), weight_kn, scales, bias, n);
+        const std::shared_ptr<FcState> kept = kept_fc(ctx, wi, k, n, weight_kn);
+        std::shared_ptr<xnn::FullyConnectedQd8> fc = kept ? kept->qd8 : nullptr;
+        if (!fc) fc = xnn::FullyConnectedQd8::create(k, n, w.data<int8_t>(), weight_kn, scales, bias, n);
         if (!fc) return false;
+        if (kept) kept->qd8 = fc;
         xnn::quantize_rows(m, k, x, k, xq, ctx.pool());
         fc->run(m, xq, y, ctx.pool());
         ctx.count_int8();
@@ -80,23 +124,40 @@ void fc_weight(const RunContext &ctx, size_t wi, const float *x, size_t m, size_
                const float *bias, float *y) {
     if (fc_weight_int8(ctx, wi, x, m, k, n, weight_kn, bias, y)) return;
     if (!ctx.is_streamed(wi)) {
-        const Tensor w32 = ctx.kernel_weight(wi, ctx.input(wi), 0);
-        xnn::FullyConnectedF32(k, n, w32.data<float>(), weight_kn, bias, k, n).run(m, x, y, ctx.pool());
+        const std::shared_ptr<FcState> kept = kept_fc(ctx, wi, k, n, weight_kn);
+        std::shared_ptr<xnn::FullyConnectedF32> fc = kept ? kept->f32 : nullptr;
+        if (!fc) {
+            const Tensor w32 = ctx.kernel_weight(wi, ctx.input(wi), 0);
+            fc = std::make_shared<xnn::FullyConnectedF32>(k, n, w32.data<float>(), weight_kn, bias, k, n);
+            if (kept) kept->f32 = fc;
+        }
+        fc->run(m, x, y, ctx.pool());
         return;
     }
     const int64_t total = ctx.input(wi).dim(0), step = ctx.weight_chunk_rows(wi);
+    const std::shared_ptr<FcState> kept = kept_fc(ctx, wi, k, n, weight_kn);
+    if (kept && kept->chunk_rows != step) {
+        kept->chunk_rows = step;
+        kept->f32_chunks.clear();
+    }
     ChunkSum sum(ctx, y, m * n);
-    for (int64_t r0 = 0; r0 < total; r0 += step) {
+    for (int64_t r0 = 0, index = 0; r0 < total; r0 += step, ++index) {
         const int64_t r1 = std::min(total, r0 + step);
         const size_t rows = static_cast<size_t>(r1 - r0);
-        const Tensor chunk = ctx.kernel_weight(wi, ctx.read_weight_rows(wi, r0, r1), r0);
-        const float *w = chunk.data<float>();
+        std::shared_ptr<xnn::FullyConnectedF32> fc;
+        if (kept && static_cast<size_t>(index) < kept->f32_chunks.size()) fc = kept->f32_chunks[static_cast<size_t>(index)];
+        if (!fc) {
+            const Tensor chunk = ctx.kernel_weight(wi, ctx.read_weight_rows(wi, r0, r1), r0);
+            const float *w = chunk.data<float>();
+            fc = weight_kn ? std::make_shared<xnn::FullyConnectedF32>(rows, n, w, true, r0 == 0 ? bias : nullptr, k, n)
+                           : std::make_shared<xnn::FullyConnectedF32>(k, rows, w, false, bias ? bias + r0 : nullptr, k, n);
+            if (kept) kept->f32_chunks.push_back(fc);
+        }
         if (!weight_kn) {
-            xnn::FullyConnectedF32(k, rows, w, false, bias ? bias + r0 : nullptr, k, n).run(m, x, y + r0, ctx.pool());
+            fc->run(m, x, y + r0, ctx.pool());
             continue;
         }
-        xnn::FullyConnectedF32(rows, n, w, true, r0 == 0 ? bias : nullptr, k, n)
-            .run(m, x + r0, sum.target(r0 == 0), ctx.pool());
+        fc->run(m, x + r0, sum.target(r0 == 0), ctx.pool());
         sum.add(r0 == 0);
     }
 }
@@ -123,11 +184,14 @@ bool fc_weight_f16(const RunContext &ctx, size_t wi, const uint16_t *x, size_t m
         return w32 ? static_cast<const void *>(bias + first) : static_cast<const void *>(bias16.data() + first);
     };
     if (!ctx.is_streamed(wi)) {
-        auto fc = xnn::FullyConnectedF16::create(k, n, w.raw(), weight_kn, bias_at(0), w32, k, n);
+        const std::shared_ptr<FcState> kept = kept_fc(ctx, wi, k, n, weight_kn);
+        std::shared_ptr<xnn::FullyConnectedF16> fc = kept ? kept->f16 : nullptr;
+        if (!fc) fc = xnn::FullyConnectedF16::create(k, n, w.raw(), weight_kn, bias_at(0), w32, k, n);
         if (!fc) {
             ctx.count_fp16(false);
             return false;
         }
+        if (kept) kept->f16 = fc;
         fc->run(m, x, y, ctx.pool());
         ctx.count_fp16(true);
         return true;
