@@ -81,6 +81,9 @@ struct ConvState {
     const void *kernel_storage = nullptr, *bias_storage = nullptr;
     std::shared_ptr<xnn::Conv2dOperator> op;
     std::shared_ptr<xnn::Conv2dF16Operator> op16; // float16 arithmetic
+    // A streamed weight's operators, one per chunk of chunk_rows output channels.
+    int64_t chunk_rows = 0;
+    std::vector<std::shared_ptr<xnn::Conv2dOperator>> chunks;
 };
 
 // `kernel` gives the OHWI float32 kernel; it is only asked for when an operator is created, so a kept one
@@ -407,15 +410,34 @@ void conv_run(RunContext &ctx) {
     } else {
         // A weight too big to hold whole: output-channel chunks, each a convolution writing its slice of
         // every output pixel. Grouped convolutions read their weight in one piece (they are small).
+        // When the model keeps prepared kernels, the chunks' operators are kept from run to run, like a
+        // whole weight's (conv_operator); a streamed weight has no storage of its own to identify it.
         const int64_t rows = g.group == 1 ? ctx.weight_chunk_rows(1) : static_cast<int64_t>(m);
-        for (int64_t o0 = 0; o0 < static_cast<int64_t>(m); o0 += rows) {
+        std::shared_ptr<void> *slot = ctx.state();
+        const void *bias_storage = ctx.has_input(2) ? ctx.input(2).raw() : nullptr;
+        std::shared_ptr<ConvState> kept;
+        if (slot && ctx.input_is_weight(1) && (!ctx.has_input(2) || ctx.input_is_weight(2))) {
+            kept = std::static_pointer_cast<ConvState>(*slot);
+            if (!kept || kept->chunk_rows != rows || kept->bias_storage != bias_storage) {
+                kept = std::make_shared<ConvState>();
+                kept->chunk_rows = rows;
+                kept->bias_storage = bias_storage;
+                *slot = kept;
+            }
+        }
+        for (int64_t o0 = 0, index = 0; o0 < static_cast<int64_t>(m); o0 += rows, ++index) {
             const int64_t o1 = std::min<int64_t>(static_cast<int64_t>(m), o0 + rows);
-            const Tensor kernel_rows = ctx.kernel_weight(1, ctx.read_weight_rows(1, o0, o1), o0);
-            const float *kernel = kernel_rows.data<float>();
-            xnn::Conv2dShape part = s;
-            part.group_out = static_cast<size_t>(o1 - o0) / static_cast<size_t>(g.group);
-            part.output_pixel_stride = m;
-            xnn::conv2d_nhwc_f32(part, in, kernel, bias ? bias + o0 : nullptr, out + o0, ctx.pool());
+            std::shared_ptr<xnn::Conv2dOperator> op;
+            if (kept && static_cast<size_t>(index) < kept->chunks.size()) op = kept->chunks[static_cast<size_t>(index)];
+            if (!op) {
+                const Tensor kernel_rows = ctx.kernel_weight(1, ctx.read_weight_rows(1, o0, o1), o0);
+                xnn::Conv2dShape part = s;
+                part.group_out = static_cast<size_t>(o1 - o0) / static_cast<size_t>(g.group);
+                part.output_pixel_stride = m;
+                op = std::make_shared<xnn::Conv2dOperator>(part, kernel_rows.data<float>(), bias ? bias + o0 : nullptr);
+                if (kept) kept->chunks.push_back(op);
+            }
+            op->run(n, in_h, in_w, in, out + o0, ctx.pool());
         }
     }
     finish_output(ctx, y, n, m, out_hw, out_holder);

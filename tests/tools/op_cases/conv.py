@@ -15,7 +15,7 @@ def add(*args, **kw):
 def conv(name, x, w, b=True, runtime_w=False, dtype="float32", **attrs):
     """x: input shape, w: weight shape (M, C/group, k...); the bias is a weight of M values."""
     opts = {}
-    for k in ("atol", "rtol", "opset"):
+    for k in ("atol", "rtol", "opset", "chunk_bytes"):
         if k in attrs:
             opts[k] = attrs.pop(k)
     wt = rand(*w, dtype=dtype) if runtime_w else weight(rand(*w, dtype=dtype))
@@ -38,6 +38,9 @@ conv("conv2d_dilation_hw", (1, 4, 16, 18), (8, 4, 3, 2), dilations=[3, 2], strid
 conv("conv2d_1x1", (1, 32, 10, 10), (24, 32, 1, 1))
 conv("conv2d_1x1_stride2", (1, 16, 11, 11), (8, 16, 1, 1), strides=[2, 2])
 conv("conv2d_5x5_even_pad", (1, 3, 20, 20), (4, 3, 5, 5), pads=[2, 2, 2, 2])
+# chunk_bytes: one more run with the weight streamed in output-channel chunks (the last one shorter).
+conv("conv2d_3x3_chunked", (1, 8, 12, 12), (16, 8, 3, 3), pads=[1, 1, 1, 1], chunk_bytes=1024)
+conv("conv2d_1x1_chunked", (2, 32, 10, 10), (24, 32, 1, 1), chunk_bytes=512)
 conv("conv2d_even_kernel", (1, 5, 10, 10), (6, 5, 4, 4), pads=[1, 2, 2, 1])
 conv("conv2d_batch3", (3, 6, 9, 9), (10, 6, 3, 3), pads=[1, 1, 1, 1])
 conv("conv2d_single_in_channel", (2, 1, 14, 14), (6, 1, 3, 3), pads=[1, 1, 1, 1])

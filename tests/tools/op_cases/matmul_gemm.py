@@ -41,9 +41,8 @@ add("matmul_f16", "MatMul", [rand(3, 5, 16, dtype="float16"), rand(16, 7, dtype=
 add("matmul_f16_batch", "MatMul", [rand(2, 5, 16, dtype="float16"), weight(rand(2, 16, 7, dtype="float16"))])
 # 2-D float16 weights: the products the fp16-arithmetic run computes with XNNPACK's f16 kernels.
 add("matmul_f16_weight", "MatMul", [rand(2, 10, 32, dtype="float16"), weight(rand(32, 24, dtype="float16"))])
-# float16 weights beside float32 activations (`onnxstream-convert --fp16` models), computed in float32: XNNPACK
-# 2024 builds read the weight as stored (the f32_f16 fully connected operator), XNNPACK 2022 ones widen it
-# first. ONNX Runtime gets the same values as float32 initializers, so the float32 tolerance holds (atol 1e-4,
+# float16 weights beside float32 activations (`onnxstream-convert --fp16` models), computed in float32: the
+# weight is widened when the op runs. ONNX Runtime gets the same values as float32 initializers, so the float32 tolerance holds (atol 1e-4,
 # rtol 1e-4). chunk_bytes: one more run with the weights in row chunks ([K, N] in slices of K, [N, K] of N).
 add("matmul_f16w", "MatMul", [rand(2, 10, 32), weight(rand(32, 24), stored="float16")], chunk_bytes=256)
 add("matmul_f16w_batched", "MatMul", [rand(3, 4, 8), weight(rand(3, 8, 6), stored="float16")])
