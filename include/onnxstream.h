@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define ONNXSTREAM_VERSION_MAJOR 0
-#define ONNXSTREAM_VERSION_MINOR 14
+#define ONNXSTREAM_VERSION_MINOR 15
 #define ONNXSTREAM_VERSION_PATCH 0
 #define ONNXSTREAM_VERSION \
     (ONNXSTREAM_VERSION_MAJOR * 10000 + ONNXSTREAM_VERSION_MINOR * 100 + ONNXSTREAM_VERSION_PATCH)
@@ -531,6 +531,11 @@ typedef struct onnxstream_run_stats {
     /* Since 0.9: */
     uint64_t int8_ops;            /**< ops that computed an 8-bit weight in int8 arithmetic, their activations
                                        quantized when the op ran (ONNXSTREAM_FLAG_DEQUANTIZE_WEIGHTS) */
+    /* Since 0.15 (builds against XNNPACK's 2024 API, with options.cache_path): */
+    uint64_t packed_weights_mapped; /**< operators whose packed weights were mapped from the packed-weights
+                                         file ("<cache_path>.xnnpack") instead of being packed */
+    uint64_t packed_weights_stored; /**< operators whose packed weights this run wrote to that file (the first
+                                         complete run of a model builds it) */
 } onnxstream_run_stats_t;
 
 /** Read the figures of the last successful run (zeros before one). */

@@ -380,6 +380,8 @@ onnxstream_status_t onnxstream_model_run_stats(onnxstream_model_t *model, onnxst
         s.arithmetic = model->model.fp16_arithmetic() ? ONNXSTREAM_ARITHMETIC_FP16 : ONNXSTREAM_ARITHMETIC_FP32;
         s.weight_bytes_copied = last.weight_bytes_copied;
         s.int8_ops = last.exec.int8_ops;
+        s.packed_weights_mapped = last.packed_mapped;
+        s.packed_weights_stored = last.packed_stored;
         std::memcpy(stats, &s, std::min<size_t>(stats->struct_size, sizeof(s)));
     });
 }

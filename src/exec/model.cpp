@@ -125,13 +125,16 @@ void Model::load(const std::string &text, const std::string &weights_dir, const 
         WeightCacheOptions co;
         co.keep_pages_mapped = options_.provider == ONNXSTREAM_PROVIDER_RAM;
         std::unique_ptr<WeightsProvider> inner = std::move(provider_);
+        std::unique_ptr<WeightCacheProvider> cache;
         try {
-            provider_ = make_weight_cache_provider(std::move(inner), options_.cache_path, *graph, text, weights_dir, co);
+            cache = make_weight_cache_provider(std::move(inner), options_.cache_path, *graph, text, weights_dir, co);
         } catch (...) {
             provider_ = make_builtin_provider(options_); // the factory took the old one
             throw;
         }
         log(ONNXSTREAM_LOG_INFO, cat("weights cache ", options_.cache_path));
+        if (xnn::has_weights_cache()) open_packed_store(*cache, co.keep_pages_mapped);
+        provider_ = std::move(cache);
     }
     folder_ = weights_dir;
     provider_->set_folder(folder_);
@@ -249,6 +252,21 @@ const Plan &Model::plan_for_inputs() {
     return plans_.emplace(key, std::move(plan)).first->second;
 }
 
+void Model::open_packed_store(const WeightCacheProvider &cache, bool keep_pages_mapped) {
+    const WeightCacheStats &cs = cache.stats();
+    const std::string path = options_.cache_path + ".xnnpack";
+    packed_store_ = std::make_unique<PackedStoreFile>(path, packed_store_identity(cs.content_hash, cs.file_bytes),
+                                                      keep_pages_mapped);
+    const PackedStoreStats ps = packed_store_->stats();
+    if (!ps.error.empty())
+        log(ONNXSTREAM_LOG_WARNING, cat("packed weights will not be kept: ", ps.error));
+    else if (ps.built)
+        log(ONNXSTREAM_LOG_INFO, cat("packed weights: building ", path,
+                                     ps.rebuild_reason.empty() ? "" : cat(" (", ps.rebuild_reason, ")")));
+    else
+        log(ONNXSTREAM_LOG_INFO, cat("packed weights: ", path, ", ", ps.entries, " entries"));
+}
+
 void Model::run(const ProgressFn &progress) {
     graph();
     set_mapping_cache_budget(options_.mapping_cache_bytes);
@@ -263,6 +281,9 @@ void Model::run(const ProgressFn &progress) {
     // activations would move them.
     RunOptions run_options = options_.run;
     if (calibrate_) run_options.int8_weight_arithmetic = false;
+    // Packed weights are of the model's own weights: not of a LoRA's, nor of a calibrating run's.
+    if (lora_.empty() && !calibrate_) run_options.packed_store = packed_store_.get();
+    const PackedStoreStats packed0 = packed_store_ ? packed_store_->stats() : PackedStoreStats();
     Executor executor(*graph_, plan, *provider_, alloc_, pool_.get(), run_options, keep_prepared_ ? &node_state_ : nullptr);
     if (!lora_.empty()) executor.set_lora(&lora_);
     // The profile of a run is kept only when the run succeeds (as last_run_). The provider's read-ahead has
@@ -281,6 +302,17 @@ void Model::run(const ProgressFn &progress) {
     stats.bytes_read = provider_->bytes_read() - bytes0;
     stats.read_us = provider_->read_us() - us0;
     stats.weight_bytes_copied = stats.exec.weight_bytes_copied + (provider_->bytes_copied() - copied0);
+    if (run_options.packed_store) {
+        packed_store_->run_completed();
+        const PackedStoreStats packed = packed_store_->stats();
+        stats.packed_mapped = packed.mapped - packed0.mapped;
+        stats.packed_stored = packed.stored - packed0.stored;
+        if (packed.built && !packed0.entries && packed.entries)
+            log(ONNXSTREAM_LOG_INFO, cat("packed weights: wrote ", packed_store_->path(), " (", packed.entries,
+                                         " entries, ", packed.file_bytes, " bytes)"));
+        if (!packed.error.empty() && packed0.error.empty())
+            log(ONNXSTREAM_LOG_WARNING, cat("packed weights will not be kept: ", packed.error));
+    }
     last_run_ = stats;
     if (stats.exec.fp16_fallbacks > 0 && !fp16_fallback_logged_) {
         fp16_fallback_logged_ = true;

@@ -14,7 +14,9 @@
 #include "exec/threadpool.h"
 #include "graph/graph.h"
 #include "graph/planner.h"
+#include "weights/packed_store.h"
 #include "weights/provider.h"
+#include "weights/weight_cache.h"
 
 namespace onnxstream {
 
@@ -84,7 +86,9 @@ public:
         RunStats exec;
         uint64_t bytes_read = 0, read_us = 0; // by the provider during the run (any thread)
         uint64_t weight_bytes_copied = 0;     // the executor's, the ops' and the provider's
-
+        // Operators whose packed weights were mapped from the packed-weights file, and ones whose packing
+        // this run wrote to it (PackedStoreFile; XNNPACK 2024 builds with a weights cache).
+        uint64_t packed_mapped = 0, packed_stored = 0;
     };
     const LastRun &last_run() const { return last_run_; }
     // The per-op profiler (its last successful run's profile), or nullptr when profiling is off.
@@ -101,6 +105,7 @@ public:
     }
 
 private:
+    void open_packed_store(const WeightCacheProvider &cache, bool keep_pages_mapped);
     // outputs_file: outputs.txt of the model's folder (used when it exists), or "".
     void load(const std::string &text, const std::string &weights_dir, const std::string &source,
               const std::string &outputs_file);
@@ -111,6 +116,9 @@ private:
     ThreadPool pool_;
     Allocator alloc_;
     std::unique_ptr<WeightsProvider> provider_;
+    // XNNPACK's packed weights beside the weights cache (declared before node_state_, whose kept
+    // operators hold entries of it until they are destroyed).
+    std::unique_ptr<PackedStoreFile> packed_store_;
     bool custom_provider_ = false;
     std::string folder_;
     std::unique_ptr<Graph> graph_;

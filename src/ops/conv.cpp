@@ -18,6 +18,7 @@
 #include "util/strings.h"
 #include "xnnpack/conv.h"
 #include "xnnpack/dynamic_quant.h"
+#include "xnnpack/weights_cache.h"
 
 namespace onnxstream {
 
@@ -99,11 +100,13 @@ std::shared_ptr<xnn::Conv2dOperator> conv_operator(const RunContext &ctx, const 
             state = std::make_shared<ConvState>();
             state->kernel_storage = w.raw();
             state->bias_storage = bias_storage;
+            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(1));
             state->op = std::make_shared<xnn::Conv2dOperator>(s, kernel().data<float>(), bias);
             *slot = state;
         }
         return state->op;
     }
+    xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(1));
     return std::make_shared<xnn::Conv2dOperator>(s, kernel().data<float>(), bias);
 }
 
@@ -339,12 +342,14 @@ bool conv_run_int8(const RunContext &ctx, const xnn::Conv2dShape &s, size_t m, c
         quantize_bands(s, bands, in, xq, ctx.pool());
     }
     if (!ctx.is_streamed(1)) {
+        xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(1));
         const Tensor kernel = ctx.kernel_weight(1, w, 0, DType::I8);
         if (!xnn::conv2d_nhwc_qd8(banded, xq, kernel.data<int8_t>(), scales, bias, out, ctx.pool())) return false;
     } else {
         const int64_t rows = s.groups == 1 ? ctx.weight_chunk_rows(1, /*float_bytes=*/false) : static_cast<int64_t>(m);
         for (int64_t o0 = 0; o0 < static_cast<int64_t>(m); o0 += rows) {
             const int64_t o1 = std::min<int64_t>(static_cast<int64_t>(m), o0 + rows);
+            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(1, o0));
             const Tensor kernel_rows = ctx.kernel_weight(1, ctx.read_weight_rows(1, o0, o1), o0, DType::I8);
             xnn::Conv2dShape part = banded;
             part.group_out = static_cast<size_t>(o1 - o0) / s.groups;
@@ -430,6 +435,7 @@ void conv_run(RunContext &ctx) {
             std::shared_ptr<xnn::Conv2dOperator> op;
             if (kept && static_cast<size_t>(index) < kept->chunks.size()) op = kept->chunks[static_cast<size_t>(index)];
             if (!op) {
+                xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(1, o0));
                 const Tensor kernel_rows = ctx.kernel_weight(1, ctx.read_weight_rows(1, o0, o1), o0);
                 xnn::Conv2dShape part = s;
                 part.group_out = static_cast<size_t>(o1 - o0) / static_cast<size_t>(g.group);

@@ -13,6 +13,7 @@
 #include "tensor/half.h"
 #include "xnnpack/dynamic_quant.h"
 #include "xnnpack/matmul.h"
+#include "xnnpack/weights_cache.h"
 
 namespace onnxstream {
 
@@ -82,7 +83,10 @@ bool fc_weight_int8(const RunContext &ctx, size_t wi, const float *x, size_t m, 
     if (!ctx.is_streamed(wi)) {
         const std::shared_ptr<FcState> kept = kept_fc(ctx, wi, k, n, weight_kn);
         std::shared_ptr<xnn::FullyConnectedQd8> fc = kept ? kept->qd8 : nullptr;
-        if (!fc) fc = xnn::FullyConnectedQd8::create(k, n, w.data<int8_t>(), weight_kn, scales, bias, n);
+        if (!fc) {
+            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(wi));
+            fc = xnn::FullyConnectedQd8::create(k, n, w.data<int8_t>(), weight_kn, scales, bias, n);
+        }
         if (!fc) return false;
         if (kept) kept->qd8 = fc;
         xnn::quantize_rows(m, k, x, k, xq, ctx.pool());
@@ -95,6 +99,7 @@ bool fc_weight_int8(const RunContext &ctx, size_t wi, const float *x, size_t m, 
     for (int64_t r0 = 0; r0 < total; r0 += step) {
         const int64_t r1 = std::min(total, r0 + step);
         const size_t rows = static_cast<size_t>(r1 - r0);
+        xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(wi, r0));
         const Tensor chunk = ctx.read_weight_rows(wi, r0, r1);
         if (!weight_kn) { // [N, K] in chunks of N, each filling its columns of y
             auto fc = xnn::FullyConnectedQd8::create(k, rows, chunk.data<int8_t>(), false, scales + r0,
@@ -127,6 +132,7 @@ void fc_weight(const RunContext &ctx, size_t wi, const float *x, size_t m, size_
         const std::shared_ptr<FcState> kept = kept_fc(ctx, wi, k, n, weight_kn);
         std::shared_ptr<xnn::FullyConnectedF32> fc = kept ? kept->f32 : nullptr;
         if (!fc) {
+            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(wi));
             const Tensor w32 = ctx.kernel_weight(wi, ctx.input(wi), 0);
             fc = std::make_shared<xnn::FullyConnectedF32>(k, n, w32.data<float>(), weight_kn, bias, k, n);
             if (kept) kept->f32 = fc;
@@ -147,6 +153,7 @@ void fc_weight(const RunContext &ctx, size_t wi, const float *x, size_t m, size_
         std::shared_ptr<xnn::FullyConnectedF32> fc;
         if (kept && static_cast<size_t>(index) < kept->f32_chunks.size()) fc = kept->f32_chunks[static_cast<size_t>(index)];
         if (!fc) {
+            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(wi, r0));
             const Tensor chunk = ctx.kernel_weight(wi, ctx.read_weight_rows(wi, r0, r1), r0);
             const float *w = chunk.data<float>();
             fc = weight_kn ? std::make_shared<xnn::FullyConnectedF32>(rows, n, w, true, r0 == 0 ? bias : nullptr, k, n)
@@ -186,7 +193,10 @@ bool fc_weight_f16(const RunContext &ctx, size_t wi, const uint16_t *x, size_t m
     if (!ctx.is_streamed(wi)) {
         const std::shared_ptr<FcState> kept = kept_fc(ctx, wi, k, n, weight_kn);
         std::shared_ptr<xnn::FullyConnectedF16> fc = kept ? kept->f16 : nullptr;
-        if (!fc) fc = xnn::FullyConnectedF16::create(k, n, w.raw(), weight_kn, bias_at(0), w32, k, n);
+        if (!fc) {
+            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(wi));
+            fc = xnn::FullyConnectedF16::create(k, n, w.raw(), weight_kn, bias_at(0), w32, k, n);
+        }
         if (!fc) {
             ctx.count_fp16(false);
             return false;
@@ -200,6 +210,7 @@ bool fc_weight_f16(const RunContext &ctx, size_t wi, const uint16_t *x, size_t m
     const int64_t total = w.dim(0), step = ctx.weight_chunk_rows(wi, w32);
     for (int64_t r0 = 0; r0 < total; r0 += step) {
         const int64_t r1 = std::min(total, r0 + step);
+        xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(wi, r0));
         Tensor chunk = ctx.read_weight_rows(wi, r0, r1);
         auto fc = xnn::FullyConnectedF16::create(k, static_cast<size_t>(r1 - r0), chunk.raw(), false,
                                                  bias_at(static_cast<size_t>(r0)), w32, k, n);

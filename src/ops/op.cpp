@@ -5,6 +5,7 @@
 #include <exception>
 #include <mutex>
 
+#include "util/hash64.h"
 #include "util/worker_policy.h"
 
 namespace onnxstream {
@@ -116,6 +117,17 @@ int64_t RunContext::weight_chunk_rows(size_t i, bool float_bytes) const {
     const size_t row_bytes = static_cast<size_t>(w.numel() / rows) * elem;
     const size_t budget = std::max<size_t>(options().weight_chunk_bytes, 1);
     return std::clamp<int64_t>(static_cast<int64_t>(budget / std::max<size_t>(row_bytes, 1)), 1, rows);
+}
+
+uint64_t RunContext::packing_key(size_t i, int64_t first_row, uint64_t part) const {
+    if (!options().packed_store || !input_is_weight(i) || (has_input(2) && !input_is_weight(2))) return 0;
+    // `where` names the node's model.txt line, unique in the model; the store belongs to one model.txt.
+    Hash64 h;
+    h.update_str(node.where);
+    h.update_u64(i);
+    h.update_u64(static_cast<uint64_t>(first_row));
+    h.update_u64(part);
+    return h.digest() | 1; // never 0, which means "no caching"
 }
 
 Tensor RunContext::kernel_weight(size_t i, const Tensor &rows, int64_t first_row, DType dtype) const {

@@ -20,6 +20,10 @@
 
 namespace onnxstream {
 
+namespace xnn {
+class PackedStore;
+}
+
 // What an op implementation knows about the node it is running.
 struct NodeView {
     const std::string &name;  // op name as written in model.txt
@@ -108,6 +112,9 @@ struct RunOptions {
     // dynamically quantized kernels where the build has them (xnnpack/dynamic_quant.h); false: they are
     // dequantized to float32 (ONNXSTREAM_FLAG_DEQUANTIZE_WEIGHTS).
     bool int8_weight_arithmetic = true;
+    // XNNPACK's packed weights, kept beside the persistent weights cache (xnnpack/weights_cache.h): Conv,
+    // MatMul and Gemm operators look theirs up there before packing (RunContext::packing_key). Null: none.
+    xnn::PackedStore *packed_store = nullptr;
 };
 
 // What a kernel reads of a weight: its layout (OHWI: output channel, kernel positions, input channel, for
@@ -210,6 +217,11 @@ public:
     }
     bool is_streamed(size_t i) const { return i < streamed_.size() && streamed_[i] != nullptr; }
     Tensor read_weight_rows(size_t i, int64_t begin, int64_t end) const { return streamed_.at(i)->read_rows(begin, end); }
+    // The key under which XNNPACK's packing of weight input i is kept in RunOptions::packed_store
+    // (xnn::PackingScope): `first_row` and `part` tell apart the operators made from one weight (chunks,
+    // blocks). 0, for no caching, when there is no store or when input i or the bias's source (input 2)
+    // is computed at run time.
+    uint64_t packing_key(size_t i, int64_t first_row = 0, uint64_t part = 0) const;
     // Rows per chunk so a chunk of input i stays within the chunk budget (at least 1; all rows when the
     // input is not streamed). `float_bytes`: count rows as float32 (what the kernel will hold).
     int64_t weight_chunk_rows(size_t i, bool float_bytes = true) const;

@@ -378,19 +378,27 @@ RunReport run_model(onnxstream_model_t *model, const Args &args) {
         std::snprintf(buf, sizeof buf,
                       "{\"bytes_read\":%llu,\"read_s\":%.6f,\"wait_s\":%.6f,\"transposes\":%llu,"
                       "\"arithmetic\":\"%s\",\"fp16_ops\":%llu,\"fp16_fallbacks\":%llu,\"weight_bytes_copied\":%llu,"
-                      "\"int8_ops\":%llu}",
+                      "\"int8_ops\":%llu,\"packed_weights_mapped\":%llu,\"packed_weights_stored\":%llu}",
                       static_cast<unsigned long long>(rs.weight_bytes_read), rs.weight_read_us / 1e6,
                       rs.weight_wait_us / 1e6, static_cast<unsigned long long>(rs.layout_transposes), arith,
                       static_cast<unsigned long long>(rs.fp16_ops), static_cast<unsigned long long>(rs.fp16_fallbacks),
                       static_cast<unsigned long long>(rs.weight_bytes_copied),
-                      static_cast<unsigned long long>(rs.int8_ops));
+                      static_cast<unsigned long long>(rs.int8_ops),
+                      static_cast<unsigned long long>(rs.packed_weights_mapped),
+                      static_cast<unsigned long long>(rs.packed_weights_stored));
         report.weights_json += (report.weights_json.empty() ? "" : ",") + std::string(buf);
-        if (!args.json)
+        if (!args.json) {
+            std::string packed;
+            if (rs.packed_weights_mapped || rs.packed_weights_stored)
+                packed = "; packed weights: " + std::to_string(rs.packed_weights_mapped) + " mapped, " +
+                         std::to_string(rs.packed_weights_stored) + " stored";
             std::printf("run %d: %.3f s (weights: %.1f MB read in %.3f s, run waited %.3f s for them; %llu layout "
-                        "transposes; arithmetic %s, %llu ops in fp16, %llu in int8)\n",
+                        "transposes; arithmetic %s, %llu ops in fp16, %llu in int8%s)\n",
                         r + 1, s, rs.weight_bytes_read / 1e6, rs.weight_read_us / 1e6, rs.weight_wait_us / 1e6,
                         static_cast<unsigned long long>(rs.layout_transposes), arith,
-                        static_cast<unsigned long long>(rs.fp16_ops), static_cast<unsigned long long>(rs.int8_ops));
+                        static_cast<unsigned long long>(rs.fp16_ops), static_cast<unsigned long long>(rs.int8_ops),
+                        packed.c_str());
+        }
     }
     return report;
 }

@@ -16,6 +16,7 @@
 
 #include "util/kernel_timer.h"
 #include "util/worker_policy.h"
+#include "xnnpack/weights_cache.h"
 #include "xnnpack/xnn.h"
 #include "xnnpack/xnnpack_config.h"
 
@@ -36,14 +37,24 @@ const char *api_description();
 // (ONNXSTREAM_FLAG_SPIN_WORKERS, util/worker_policy.h).
 inline uint32_t operator_flags() { return spin_workers() ? 0 : XNN_FLAG_YIELD_WORKERS; }
 
-// Calls an xnn_create_* of a weighted operator: `args` are the arguments up to and including `flags`.
-// No code or weights cache is used: onnxstream keeps its own packed-weight cache (src/weights/).
+// Calls an xnn_create_* of a weighted operator, named `function`: `args` are the arguments up to and
+// including `flags`. Inside a PackingScope (2024 API), XNNPACK's weights cache looks the packed weights up
+// in the scope's store first (weights_cache.h); the key covers `function` and every scalar argument.
 template <typename Create, typename... Args>
-enum xnn_status create_operator(Create create, xnn_operator_t *out, Args... args) {
+enum xnn_status create_operator(Create create, const char *function, xnn_operator_t *out, Args... args) {
     KernelPrepareTimer timer; // creation packs the weights: the profiler reports it apart from compute
 #if ONNXSTREAM_XNNPACK_2024
-    return create(args..., /*code_cache=*/nullptr, /*weights_cache=*/nullptr, out);
+    uint64_t arguments_key = 0xcbf29ce484222325ull;
+    ((arguments_key = mix_argument(arguments_key, args)), ...);
+    struct xnn_weights_cache_provider *cache = begin_packing(function, arguments_key);
+    enum xnn_status status = create(args..., /*code_cache=*/nullptr, cache, out);
+    if (cache && !end_packing(status == xnn_status_success ? *out : nullptr)) {
+        *out = nullptr;
+        status = xnn_status_out_of_memory;
+    }
+    return status;
 #else
+    (void)function;
     return create(args..., out);
 #endif
 }

@@ -17,7 +17,7 @@ Conv2dOperator::Conv2dOperator(const Conv2dShape &s, const float *kernel, const 
     const size_t channels_in = s.groups * s.group_in;
     const size_t channels_out = s.output_pixel_stride ? s.output_pixel_stride : s.groups * s.group_out;
     xnn_operator_t raw = nullptr;
-    check(create_operator(xnn_create_convolution2d_nhwc_f32, &raw, s.pad_top, s.pad_right, s.pad_bottom,
+    check(create_operator(xnn_create_convolution2d_nhwc_f32, "xnn_create_convolution2d_nhwc_f32", &raw, s.pad_top, s.pad_right, s.pad_bottom,
                           s.pad_left, s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.dilation_h, s.dilation_w,
                           s.groups, s.group_in, s.group_out, channels_in, channels_out, kernel, bias, -inf, inf,
                           operator_flags()),
@@ -56,7 +56,7 @@ std::unique_ptr<Conv2dF16Operator> Conv2dF16Operator::create(const Conv2dShape &
     xnn_operator_t raw = nullptr;
     const uint32_t flags = (weights_f32 ? XNN_FLAG_FP32_STATIC_WEIGHTS : 0) | operator_flags();
     const enum xnn_status status = create_operator(
-        xnn_create_convolution2d_nhwc_f16, &raw, s.pad_top, s.pad_right, s.pad_bottom, s.pad_left, s.kernel_h,
+        xnn_create_convolution2d_nhwc_f16, "xnn_create_convolution2d_nhwc_f16", &raw, s.pad_top, s.pad_right, s.pad_bottom, s.pad_left, s.kernel_h,
         s.kernel_w, s.stride_h, s.stride_w, s.dilation_h, s.dilation_w, s.groups, s.group_in, s.group_out,
         channels_in, channels_out, kernel, bias, -inf, inf, flags);
     if (status == xnn_status_unsupported_hardware) return nullptr;
@@ -78,7 +78,7 @@ void deconv2d_nhwc_f32(const Deconv2dShape &s, const float *input, const float *
     const float inf = std::numeric_limits<float>::infinity();
     const size_t channels_in = s.groups * s.group_in, channels_out = s.groups * s.group_out;
     xnn_operator_t raw = nullptr;
-    check(create_operator(xnn_create_deconvolution2d_nhwc_f32, &raw, s.pad_top, s.pad_right, s.pad_bottom,
+    check(create_operator(xnn_create_deconvolution2d_nhwc_f32, "xnn_create_deconvolution2d_nhwc_f32", &raw, s.pad_top, s.pad_right, s.pad_bottom,
                           s.pad_left, s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.dilation_h, s.dilation_w,
                           s.groups, s.group_in, s.group_out, channels_in, channels_out, kernel, bias, -inf, inf,
                           operator_flags()),

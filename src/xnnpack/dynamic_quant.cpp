@@ -28,7 +28,7 @@ const xnn_quantization_params *xnn_params(const QuantizedRows &q) {
 
 bool has_dynamic_quant_kernels() { return true; }
 
-void Qd8Deleter::operator()(struct xnn_operator *op) const { xnn_delete_operator(op); }
+void Qd8Deleter::operator()(struct xnn_operator *op) const { delete_operator(op); }
 
 RowQuantizer::RowQuantizer() {
     ensure_initialized();
@@ -70,7 +70,7 @@ std::unique_ptr<FullyConnectedQd8> FullyConnectedQd8::create(size_t k, size_t n,
     const float inf = std::numeric_limits<float>::infinity();
     const uint32_t flags = (weight_kn ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0) | operator_flags();
     xnn_operator_t op = nullptr;
-    const enum xnn_status status = create_operator(xnn_create_fully_connected_nc_qd8_f32_qc8w, &op, k, n, k,
+    const enum xnn_status status = create_operator(xnn_create_fully_connected_nc_qd8_f32_qc8w, "xnn_create_fully_connected_nc_qd8_f32_qc8w", &op, k, n, k,
                                                    y_stride, scales, weight, bias, -inf, inf, flags);
     if (status == xnn_status_unsupported_hardware) return nullptr;
     check(status, "xnn_create_fully_connected_nc_qd8_f32_qc8w");
@@ -99,7 +99,7 @@ bool conv2d_nhwc_qd8(const Conv2dShape &s, const QuantizedRows &input, const int
     const size_t out_stride = s.output_pixel_stride ? s.output_pixel_stride : s.groups * s.group_out;
     xnn_operator_t raw = nullptr;
     const enum xnn_status st = create_operator(
-        xnn_create_convolution2d_nhwc_qd8_f32_qc8w, &raw, s.pad_top, s.pad_right, s.pad_bottom, s.pad_left,
+        xnn_create_convolution2d_nhwc_qd8_f32_qc8w, "xnn_create_convolution2d_nhwc_qd8_f32_qc8w", &raw, s.pad_top, s.pad_right, s.pad_bottom, s.pad_left,
         s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.dilation_h, s.dilation_w, s.groups, s.group_in,
         s.group_out, channels_in, out_stride, scales, kernel, bias, -inf, inf, operator_flags());
     if (st == xnn_status_unsupported_hardware) return false;
@@ -128,7 +128,7 @@ void quantize_rows(size_t, size_t, const float *, size_t, QuantizedRows &, pthre
     throw Error(ONNXSTREAM_ERR_UNSUPPORTED, "dynamically quantized kernels need XNNPACK's 2024 API");
 }
 
-void Qd8Deleter::operator()(struct xnn_operator *op) const { xnn_delete_operator(op); }
+void Qd8Deleter::operator()(struct xnn_operator *op) const { delete_operator(op); }
 
 RowQuantizer::RowQuantizer() {
     throw Error(ONNXSTREAM_ERR_UNSUPPORTED, "dynamically quantized kernels need XNNPACK's 2024 API");

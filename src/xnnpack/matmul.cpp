@@ -6,7 +6,7 @@
 
 namespace onnxstream::xnn {
 
-void FcDeleter::operator()(struct xnn_operator *op) const { xnn_delete_operator(op); }
+void FcDeleter::operator()(struct xnn_operator *op) const { delete_operator(op); }
 
 FullyConnectedF32::FullyConnectedF32(size_t k, size_t n, const float *weight, bool weight_kn,
                                      const float *bias, size_t x_stride, size_t y_stride) {
@@ -14,7 +14,7 @@ FullyConnectedF32::FullyConnectedF32(size_t k, size_t n, const float *weight, bo
     const float inf = std::numeric_limits<float>::infinity();
     xnn_operator_t op = nullptr;
     const uint32_t flags = (weight_kn ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0) | operator_flags();
-    check(create_operator(xnn_create_fully_connected_nc_f32, &op, k, n, x_stride, y_stride, weight, bias, -inf, inf,
+    check(create_operator(xnn_create_fully_connected_nc_f32, "xnn_create_fully_connected_nc_f32", &op, k, n, x_stride, y_stride, weight, bias, -inf, inf,
                           flags),
           "xnn_create_fully_connected_nc_f32");
     op_.reset(op);
@@ -35,7 +35,7 @@ std::unique_ptr<FullyConnectedF16> FullyConnectedF16::create(size_t k, size_t n,
     if (weights_f32) flags |= XNN_FLAG_FP32_STATIC_WEIGHTS;
     xnn_operator_t op = nullptr;
     const enum xnn_status status =
-        create_operator(xnn_create_fully_connected_nc_f16, &op, k, n, x_stride, y_stride, weight, bias, -inf, inf, flags);
+        create_operator(xnn_create_fully_connected_nc_f16, "xnn_create_fully_connected_nc_f16", &op, k, n, x_stride, y_stride, weight, bias, -inf, inf, flags);
     if (status == xnn_status_unsupported_hardware) return nullptr;
     check(status, "xnn_create_fully_connected_nc_f16");
     std::unique_ptr<FullyConnectedF16> fc(new FullyConnectedF16());

@@ -14,6 +14,7 @@
 #include "tensor/allocator.h"
 #include "tensor/mapping_cache.h"
 #include "util/error.h"
+#include "xnnpack/weights_cache.h"
 
 namespace onnxstream::xnn {
 
@@ -128,6 +129,8 @@ void *Workspace::reserve(size_t bytes, size_t alignment) {
     if (!data_) fail(ONNXSTREAM_ERR_OUT_OF_MEMORY, "XNNPACK workspace of ", bytes, " bytes: allocation failed");
     return data_;
 }
+
+void OperatorDeleter::operator()(xnn_operator_t op) const { delete_operator(op); }
 
 void run(const Operator &op, pthreadpool_t pool) { check(xnn_run_operator(op.get(), pool), "xnn_run_operator"); }
 

@@ -16,7 +16,7 @@ void ensure_initialized();
 void check(enum xnn_status status, const char *call);
 
 struct OperatorDeleter {
-    void operator()(xnn_operator_t op) const { xnn_delete_operator(op); }
+    void operator()(xnn_operator_t op) const;
 };
 using Operator = std::unique_ptr<struct xnn_operator, OperatorDeleter>;
 

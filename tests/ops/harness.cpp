@@ -1,6 +1,7 @@
 #include "ops/harness.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include "onnxstream.h"
 #include "tensor/half.h"
 #include "util/npy.h"
+#include "xnnpack/weights_cache.h"
 
 namespace fs = std::filesystem;
 
@@ -152,7 +154,8 @@ const char *provider_name(int32_t p) {
     case ONNXSTREAM_PROVIDER_PREFETCH: return "prefetch";
     case ONNXSTREAM_PROVIDER_MMAP: return "mmap";
     case ONNXSTREAM_PROVIDER_NOCACHE: return "nocache";
-    default: return "ram";
+    case ONNXSTREAM_PROVIDER_RAM: return "ram";
+    default: return "default provider";
     }
 }
 
@@ -275,6 +278,24 @@ public:
 // Registered from this file's static initialisation: every family test program links the harness.
 ::testing::Environment *const g_fp16_environment = ::testing::AddGlobalTestEnvironment(new Fp16Environment);
 
+// Packed weights mapped from the packed-weights file by the cases of this program that checked them: on
+// builds with XNNPACK's weights cache, some must have been, or the checks only saw operators that keep none.
+uint64_t g_packed_mapped = 0, g_packed_cases = 0;
+
+class PackedWeightsEnvironment : public ::testing::Environment {
+public:
+    void TearDown() override {
+        if (xnn::has_weights_cache() && g_packed_cases > 0) {
+            EXPECT_GT(g_packed_mapped, 0u) << "no case of this test program mapped packed weights";
+        }
+    }
+};
+::testing::Environment *const g_packed_environment =
+    ::testing::AddGlobalTestEnvironment(new PackedWeightsEnvironment);
+
+void run_with_packed_weights(const OpCase &c, const CaseInfo &info, const std::map<int, tools::NpyArray> &inputs,
+                             const std::map<int, tools::NpyArray> &expected);
+
 // The tolerance of runs whose ops computed in float16 (reasons in run_case).
 CaseInfo fp16_tolerance(const CaseInfo &info) {
     CaseInfo loose = info;
@@ -288,11 +309,13 @@ CaseInfo fp16_tolerance(const CaseInfo &info) {
 // runs use the operators the first one prepared and kept.
 void run_with_provider(const OpCase &c, const CaseInfo &info, int32_t provider, const NpyByIndex &inputs,
                        const NpyByIndex &expected, int32_t arithmetic = ONNXSTREAM_ARITHMETIC_AUTO,
-                       uint64_t chunk_bytes = 0, int runs = 1) {
+                       uint64_t chunk_bytes = 0, int runs = 1, const std::string &cache_path = "",
+                       onnxstream_run_stats_t *stats_out = nullptr) {
     std::string label = c.family + "/" + c.name + " (" + info.op + ", " + provider_name(provider);
     if (arithmetic == ONNXSTREAM_ARITHMETIC_FP16) label += ", fp16 arithmetic";
     if (chunk_bytes) label += ", weights in chunks of " + std::to_string(chunk_bytes) + " bytes";
     if (runs > 1) label += ", run " + std::to_string(runs);
+    if (!cache_path.empty()) label += ", weights cache " + fs::path(cache_path).filename().string();
     label += ")";
     onnxstream_model_options_t options;
     onnxstream_model_options_init(&options);
@@ -300,6 +323,7 @@ void run_with_provider(const OpCase &c, const CaseInfo &info, int32_t provider, 
     options.provider = provider;
     options.arithmetic = arithmetic;
     options.weight_chunk_bytes = chunk_bytes;
+    if (!cache_path.empty()) options.cache_path = cache_path.c_str();
     ModelHandle h;
     onnxstream_status_t st = onnxstream_model_create(&options, &h.model);
     if (st != ONNXSTREAM_OK) FAIL() << label << ": onnxstream_model_create: " << onnxstream_last_error();
@@ -324,6 +348,7 @@ void run_with_provider(const OpCase &c, const CaseInfo &info, int32_t provider, 
     rs.struct_size = sizeof rs;
     st = onnxstream_model_run_stats(h.model, &rs);
     if (st != ONNXSTREAM_OK) FAIL() << api_error("onnxstream_model_run_stats", st);
+    if (stats_out) *stats_out = rs;
     // auto computes float16 activations in fp16 on CPUs with float16 arithmetic (ARMv8.2+): those runs are
     // held to the fp16 tolerance (see run_case), float32 ones keep the case's own.
     const CaseInfo &tol = rs.fp16_ops > 0 ? fp16_tolerance(info) : info;
@@ -352,6 +377,35 @@ void run_with_provider(const OpCase &c, const CaseInfo &info, int32_t provider, 
             continue;
         }
         compare_output(label + " " + name, tol, view, ref);
+    }
+}
+
+void run_with_packed_weights(const OpCase &c, const CaseInfo &info, const NpyByIndex &inputs,
+                             const NpyByIndex &expected) {
+    char tmpl[] = "/tmp/onnxstream_packed_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr) << "mkdtemp: " << std::strerror(errno);
+    const std::string dir = tmpl, cache = dir + "/case.oswc";
+    const uint64_t chunk = info.chunk_bytes ? static_cast<uint64_t>(*info.chunk_bytes) : 0;
+    onnxstream_run_stats_t first{}, second{};
+    run_with_provider(c, info, ONNXSTREAM_PROVIDER_AUTO, inputs, expected, ONNXSTREAM_ARITHMETIC_FP32, chunk, 1,
+                      cache, &first);
+    if (!::testing::Test::HasFailure())
+        run_with_provider(c, info, ONNXSTREAM_PROVIDER_AUTO, inputs, expected, ONNXSTREAM_ARITHMETIC_FP32, chunk, 1,
+                          cache, &second);
+    const bool file = fs::exists(cache + ".xnnpack");
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    if (::testing::Test::HasFailure()) return;
+    const std::string label = c.family + "/" + c.name + " packed weights";
+    if (xnn::has_weights_cache()) {
+        EXPECT_EQ(second.packed_weights_mapped, first.packed_weights_stored) << label;
+        EXPECT_EQ(second.packed_weights_stored, 0u) << label;
+        EXPECT_EQ(file, first.packed_weights_stored > 0) << label;
+        g_packed_mapped += second.packed_weights_mapped;
+        ++g_packed_cases;
+    } else {
+        EXPECT_EQ(first.packed_weights_stored + second.packed_weights_mapped, 0u) << label;
+        EXPECT_FALSE(file) << label;
     }
 }
 
@@ -420,6 +474,11 @@ void run_case(const OpCase &c) {
             run_with_provider(c, info, ONNXSTREAM_PROVIDER_RAM, inputs, expected, ONNXSTREAM_ARITHMETIC_AUTO,
                               static_cast<uint64_t>(*info.chunk_bytes), 2);
     }
+    // With the persistent weights cache, XNNPACK's packed weights are kept beside it (XNNPACK 2024 builds):
+    // the first model writes them, a second one maps every one of them instead of packing, and both
+    // match ONNX Runtime. Builds without XNNPACK's weights cache keep none.
+    if ((c.family == "conv" || c.family == "matmul_gemm") && !::testing::Test::HasFailure())
+        run_with_packed_weights(c, info, inputs, expected);
     // float16 cases of the families with float16 arithmetic (Conv, MatMul/Gemm with a weight) also run with
     // it forced, whole and with every weight over 256 bytes streamed in chunks, against the same ONNX
     // Runtime outputs. ORT rounds once (float32 accumulation); XNNPACK's f16 kernels round every partial sum
