@@ -120,6 +120,12 @@ type RunStats struct {
 	WeightBytesCopied uint64
 	// Ops that computed an 8-bit weight in int8 arithmetic (builds against XNNPACK's 2024 API).
 	Int8Ops uint64
+	// Since 0.15: operators whose packed weights were mapped from the packed-weights file
+	// ("<cache_path>.xnnpack") instead of being packed (builds against XNNPACK's 2024 API).
+	PackedWeightsMapped uint64
+	// Since 0.15: operators whose packed weights this run wrote to that file (the first complete
+	// run of a model builds it).
+	PackedWeightsStored uint64
 }
 
 // Model owns a C model. It is not safe for concurrent use.
@@ -587,11 +593,13 @@ func (m *Model) RunStats() (RunStats, error) {
 	}
 	us := time.Microsecond
 	return RunStats{
-		RunTime:           time.Duration(s.run_us) * us,
-		WeightBytesRead:   uint64(s.weight_bytes_read),
-		WeightReadTime:    time.Duration(s.weight_read_us) * us,
-		WeightWaitTime:    time.Duration(s.weight_wait_us) * us,
-		WeightBytesCopied: uint64(s.weight_bytes_copied),
-		Int8Ops:           uint64(s.int8_ops),
+		RunTime:             time.Duration(s.run_us) * us,
+		WeightBytesRead:     uint64(s.weight_bytes_read),
+		WeightReadTime:      time.Duration(s.weight_read_us) * us,
+		WeightWaitTime:      time.Duration(s.weight_wait_us) * us,
+		WeightBytesCopied:   uint64(s.weight_bytes_copied),
+		Int8Ops:             uint64(s.int8_ops),
+		PackedWeightsMapped: uint64(s.packed_weights_mapped),
+		PackedWeightsStored: uint64(s.packed_weights_stored),
 	}, nil
 }

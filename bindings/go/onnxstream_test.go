@@ -14,10 +14,10 @@ import (
 )
 
 func TestVersion(t *testing.T) {
-	if major, minor, patch := Version(); major != 0 || minor != 14 || patch != 0 {
+	if major, minor, patch := Version(); major != 0 || minor != 15 || patch != 0 {
 		t.Fatalf("Version() = %d.%d.%d", major, minor, patch)
 	}
-	if VersionString() != "0.14.0" {
+	if VersionString() != "0.15.0" {
 		t.Fatalf("VersionString() = %q", VersionString())
 	}
 }
@@ -166,7 +166,9 @@ func TestProviderServesWeights(t *testing.T) {
 	if c.reads.Load() != reads+2 {
 		t.Errorf("second run read %d weights, want 2", c.reads.Load()-reads)
 	}
-	if s, err := m.RunStats(); err != nil || s.WeightBytesRead != 32 {
+	// No CachePath: nothing is mapped from or stored to a packed-weights file.
+	if s, err := m.RunStats(); err != nil || s.WeightBytesRead != 32 ||
+		s.PackedWeightsMapped != 0 || s.PackedWeightsStored != 0 {
 		t.Errorf("RunStats() = %+v, %v", s, err)
 	}
 	if s, err := m.MemoryStats(false); err != nil || s.PeakBytes == 0 {

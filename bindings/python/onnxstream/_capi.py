@@ -27,7 +27,7 @@ from ctypes import (
 from ._library import LibraryError, open_library
 
 # The header this file mirrors: ONNXSTREAM_VERSION of include/onnxstream.h.
-HEADER_VERSION = 1400
+HEADER_VERSION = 1500
 
 # C enums are int-sized (the library's own c_enum() static_asserts it).
 c_status = c_int
@@ -143,6 +143,9 @@ class RunStats(Structure):
         ("weight_bytes_copied", c_uint64),
         # Since 0.9:
         ("int8_ops", c_uint64),
+        # Since 0.15:
+        ("packed_weights_mapped", c_uint64),
+        ("packed_weights_stored", c_uint64),
     ]
 
 

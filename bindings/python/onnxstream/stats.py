@@ -28,6 +28,8 @@ class RunStats(NamedTuple):
     arithmetic: Arithmetic  #: the model's resolved arithmetic: FP32 or FP16
     weight_bytes_copied: int  #: bytes written turning weights into kernel input (layout, widening, copies)
     int8_ops: int  #: ops that computed an 8-bit weight in int8 arithmetic (XNNPACK 2024 builds)
+    packed_weights_mapped: int  #: since 0.15: ops whose packed weights were mapped from <cache_path>.xnnpack
+    packed_weights_stored: int  #: since 0.15: ops whose packed weights this run wrote to that file
 
 
 def memory_stats(s: _capi.MemoryStats) -> MemoryStats:
@@ -41,4 +43,5 @@ def run_stats(s: _capi.RunStats) -> RunStats:
         arithmetic = int(s.arithmetic)
     return RunStats(int(s.run_us), int(s.weight_bytes_read), int(s.weight_read_us), int(s.weight_wait_us),
                     int(s.layout_transposes), int(s.fp16_ops), int(s.fp16_fallbacks), arithmetic,
-                    int(s.weight_bytes_copied), int(s.int8_ops))
+                    int(s.weight_bytes_copied), int(s.int8_ops), int(s.packed_weights_mapped),
+                    int(s.packed_weights_stored))

@@ -86,6 +86,8 @@ int main(void) {
     FIELD(onnxstream_run_stats_t, arithmetic);
     FIELD(onnxstream_run_stats_t, weight_bytes_copied);
     FIELD(onnxstream_run_stats_t, int8_ops);
+    FIELD(onnxstream_run_stats_t, packed_weights_mapped);
+    FIELD(onnxstream_run_stats_t, packed_weights_stored);
 
     SIZE(onnxstream_op_profile_t);
     FIELD(onnxstream_op_profile_t, struct_size);

@@ -86,6 +86,12 @@ pub struct RunStats {
     pub weight_bytes_copied: u64,
     /// Ops that computed an 8-bit weight in int8 arithmetic (builds against XNNPACK's 2024 API).
     pub int8_ops: u64,
+    /// Since 0.15: operators whose packed weights were mapped from the packed-weights file
+    /// (`<cache_path>.xnnpack`) instead of being packed (builds against XNNPACK's 2024 API).
+    pub packed_weights_mapped: u64,
+    /// Since 0.15: operators whose packed weights this run wrote to that file (the first complete run
+    /// of a model builds it).
+    pub packed_weights_stored: u64,
 }
 
 type ProgressFn = dyn FnMut(&Progress<'_>) -> ControlFlow<()> + Send;
@@ -466,6 +472,8 @@ impl Model {
             arithmetic: 0,
             weight_bytes_copied: 0,
             int8_ops: 0,
+            packed_weights_mapped: 0,
+            packed_weights_stored: 0,
         };
         // Safety: valid model and struct.
         self.check(unsafe { sys::onnxstream_model_run_stats(self.ptr(), &mut s) })?;
@@ -477,6 +485,8 @@ impl Model {
             layout_transposes: s.layout_transposes,
             weight_bytes_copied: s.weight_bytes_copied,
             int8_ops: s.int8_ops,
+            packed_weights_mapped: s.packed_weights_mapped,
+            packed_weights_stored: s.packed_weights_stored,
         })
     }
 

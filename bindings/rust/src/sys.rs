@@ -10,7 +10,7 @@ pub type onnxstream_dtype_t = c_int;
 pub type onnxstream_log_level_t = c_int;
 pub type onnxstream_profile_format_t = c_int;
 
-pub const ONNXSTREAM_VERSION: u32 = 1400;
+pub const ONNXSTREAM_VERSION: u32 = 1500;
 
 pub const ONNXSTREAM_OK: onnxstream_status_t = 0;
 pub const ONNXSTREAM_ERR_INVALID_ARGUMENT: onnxstream_status_t = 1;
@@ -174,6 +174,8 @@ pub struct onnxstream_run_stats_t {
     pub arithmetic: i32,
     pub weight_bytes_copied: u64,
     pub int8_ops: u64,
+    pub packed_weights_mapped: u64,
+    pub packed_weights_stored: u64,
 }
 
 #[repr(C)]
@@ -426,7 +428,9 @@ mod layout_tests {
                 fp16_fallbacks,
                 arithmetic,
                 weight_bytes_copied,
-                int8_ops
+                int8_ops,
+                packed_weights_mapped,
+                packed_weights_stored
             }
         );
         rust_struct!(

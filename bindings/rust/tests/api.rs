@@ -26,8 +26,8 @@ fn y(model: &Model) -> Vec<f32> {
 
 #[test]
 fn version_matches() {
-    assert_eq!(onnxstream::version(), (0, 14, 0));
-    assert_eq!(onnxstream::version_string(), "0.14.0");
+    assert_eq!(onnxstream::version(), (0, 15, 0));
+    assert_eq!(onnxstream::version_string(), "0.15.0");
 }
 
 #[test]
@@ -141,6 +141,9 @@ fn provider_serves_weights_and_outputs_are_typed_views() {
     assert_eq!(Counters::get(&counters.reads), reads_after_first + 2);
     let stats = model.run_stats().unwrap();
     assert_eq!(stats.weight_bytes_read, 32);
+    // No cache_path: nothing is mapped from or stored to a packed-weights file.
+    assert_eq!(stats.packed_weights_mapped, 0);
+    assert_eq!(stats.packed_weights_stored, 0);
     assert!(model.memory_stats().unwrap().peak_bytes > 0);
     drop(model);
     assert_eq!(Counters::get(&counters.drops), 1);
