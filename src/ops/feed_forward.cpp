@@ -19,6 +19,7 @@
 #include "ops/registry.h"
 #include "tensor/half.h"
 #include "xnnpack/dynamic_quant.h"
+#include "xnnpack/weights_cache.h"
 #include "xnnpack/matmul.h"
 
 namespace onnxstream {
@@ -187,6 +188,7 @@ bool run_blocks_int8(const RunContext &ctx, const float *xp, size_t m, int64_t c
         for (const bool gate : {false, true}) {
             const int64_t r0 = gate ? h + j0 : j0;
             Tensor rows;
+            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(kW1, r0));
             auto fc = xnn::FullyConnectedQd8::create(k, w, int8_rows(ctx, kW1, r0, r0 + (j1 - j0), rows), false,
                                                      s1 + r0, b1 ? b1 + r0 : nullptr, w);
             if (!fc) return false; // only the first block can get here: nothing written yet
@@ -196,6 +198,7 @@ bool run_blocks_int8(const RunContext &ctx, const float *xp, size_t m, int64_t c
         geglu_in_place(ctx, ha.data<float>(), hg.data<float>(), m * w, tanh_approx);
         xnn::quantize_rows(m, w, ha.data<float>(), w, hq, ctx.pool());
         Tensor rows;
+        xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(kW2, j0));
         auto fc = xnn::FullyConnectedQd8::create(w, nn, int8_rows(ctx, kW2, j0, j1, rows), true, s2,
                                                  j0 == 0 ? b2 : nullptr, nn);
         if (!fc) return false; // as above
@@ -244,19 +247,24 @@ void run_geglu_ffn(RunContext &ctx) {
         const size_t k = static_cast<size_t>(c), w = static_cast<size_t>(bw);
         {
             RowBlock wa = weight_rows(ctx, kW1, w1_whole, j0, j1);
+            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(kW1, j0));
             xnn::FullyConnectedF32(k, w, wa.data, false, b1 ? b1 + j0 : nullptr, k, w)
                 .run(m, xp, ha.data<float>(), ctx.pool());
         }
         {
             RowBlock wg = weight_rows(ctx, kW1, w1_whole, h + j0, h + j1);
+            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(kW1, h + j0));
             xnn::FullyConnectedF32(k, w, wg.data, false, b1 ? b1 + h + j0 : nullptr, k, w)
                 .run(m, xp, hg.data<float>(), ctx.pool());
         }
         geglu_in_place(ctx, ha.data<float>(), hg.data<float>(), m * w, tanh_approx);
         RowBlock w2 = weight_rows(ctx, kW2, w2_whole, j0, j1);
         const size_t nn = static_cast<size_t>(n);
-        xnn::FullyConnectedF32(w, nn, w2.data, true, j0 == 0 ? b2 : nullptr, w, nn)
-            .run(m, ha.data<float>(), sum.target(j0 == 0), ctx.pool());
+        {
+            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(kW2, j0));
+            xnn::FullyConnectedF32(w, nn, w2.data, true, j0 == 0 ? b2 : nullptr, w, nn)
+                .run(m, ha.data<float>(), sum.target(j0 == 0), ctx.pool());
+        }
         sum.add(j0 == 0);
     }
     if (!y_holder.empty()) store_f32_output(ctx, y, y_holder);

@@ -120,7 +120,11 @@ int64_t RunContext::weight_chunk_rows(size_t i, bool float_bytes) const {
 }
 
 uint64_t RunContext::packing_key(size_t i, int64_t first_row, uint64_t part) const {
-    if (!options().packed_store || !input_is_weight(i) || (has_input(2) && !input_is_weight(2))) return 0;
+    if (!options().packed_store) return 0;
+    // Biases and scales come from the other inputs: all of them must be constant too.
+    for (size_t k = 1; k < input_count(); ++k)
+        if (has_input(k) && !input_is_weight(k)) return 0;
+    if (!input_is_weight(i)) return 0;
     // `where` names the node's model.txt line, unique in the model; the store belongs to one model.txt.
     Hash64 h;
     h.update_str(node.where);

@@ -219,8 +219,8 @@ public:
     Tensor read_weight_rows(size_t i, int64_t begin, int64_t end) const { return streamed_.at(i)->read_rows(begin, end); }
     // The key under which XNNPACK's packing of weight input i is kept in RunOptions::packed_store
     // (xnn::PackingScope): `first_row` and `part` tell apart the operators made from one weight (chunks,
-    // blocks). 0, for no caching, when there is no store or when input i or the bias's source (input 2)
-    // is computed at run time.
+    // blocks). 0, for no caching, when there is no store or when an input other than input 0 (the
+    // activation) is computed at run time: biases and scales are packed with the weight.
     uint64_t packing_key(size_t i, int64_t first_row = 0, uint64_t part = 0) const;
     // Rows per chunk so a chunk of input i stays within the chunk budget (at least 1; all rows when the
     // input is not streamed). `float_bytes`: count rows as float32 (what the kernel will hold).

@@ -133,7 +133,8 @@ std::map<std::string, std::vector<std::string>> read_names(const std::string &ca
 }
 
 void run_and_compare(const std::string &model_dir, const std::string &case_dir, double rel_l2_tol,
-                     double max_abs_tol, const onnxstream_model_options_t *options, uint64_t *transposes) {
+                     double max_abs_tol, const onnxstream_model_options_t *options, uint64_t *transposes,
+                     onnxstream_run_stats_t *stats) {
     onnxstream_model_t *m = nullptr;
     ASSERT_EQ(onnxstream_model_create(options, &m), ONNXSTREAM_OK);
     struct Destroy {
@@ -150,12 +151,13 @@ void run_and_compare(const std::string &model_dir, const std::string &case_dir, 
             << onnxstream_model_last_error(m);
     }
     ASSERT_EQ(onnxstream_model_run(m), ONNXSTREAM_OK) << onnxstream_model_last_error(m);
-    if (transposes) {
+    if (transposes || stats) {
         onnxstream_run_stats_t rs;
         std::memset(&rs, 0, sizeof(rs));
         rs.struct_size = sizeof(rs);
         ASSERT_EQ(onnxstream_model_run_stats(m, &rs), ONNXSTREAM_OK);
-        *transposes = rs.layout_transposes;
+        if (transposes) *transposes = rs.layout_transposes;
+        if (stats) *stats = rs;
     }
     for (size_t k = 0; k < names["output"].size(); ++k) {
         std::string expected = case_dir + "/expected_" + std::to_string(k) + ".npy";

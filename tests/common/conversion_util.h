@@ -61,7 +61,7 @@ std::map<std::string, std::vector<std::string>> read_names(const std::string &ca
 // `transposes`, when given, receives the run's layout_transposes.
 void run_and_compare(const std::string &model_dir, const std::string &case_dir, double rel_l2_tol,
                      double max_abs_tol, const onnxstream_model_options_t *options = nullptr,
-                     uint64_t *transposes = nullptr);
+                     uint64_t *transposes = nullptr, onnxstream_run_stats_t *stats = nullptr);
 
 // The Stable Diffusion tests (tests/sd: sd_test, sdxl_test). A generated model's folder: $<env_var>/sd/<model>.
 std::string sd_case_dir(const char *env_var, const std::string &model);

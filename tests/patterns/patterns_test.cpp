@@ -13,6 +13,7 @@
 
 #include "common/conversion_util.h"
 #include "onnxstream.h"
+#include "xnnpack/weights_cache.h"
 
 namespace {
 
@@ -100,6 +101,24 @@ TEST_F(Patterns, GegluFeedForwardChunked) {
     onnxstream_model_options_init(&o);
     o.memory_mode = ONNXSTREAM_MEMORY_MAX_SPEED;
     run_and_compare(scratch.out(), dir, 1e-5, 1e-4, &o);
+
+    // With a persistent weights cache, a second model maps every block's packed weights that the first
+    // one stored (XNNPACK 2024 builds; the 2022 ones keep none).
+    const std::string cache = scratch.path() + "/geglu.oswc";
+    onnxstream_model_options_init(&o);
+    o.memory_mode = ONNXSTREAM_MEMORY_MIN;
+    o.weight_chunk_bytes = 1024;
+    o.cache_path = cache.c_str();
+    onnxstream_run_stats_t first{}, second{};
+    run_and_compare(scratch.out(), dir, 1e-5, 1e-4, &o, nullptr, &first);
+    run_and_compare(scratch.out(), dir, 1e-5, 1e-4, &o, nullptr, &second);
+    if (onnxstream::xnn::has_weights_cache()) {
+        EXPECT_GT(first.packed_weights_stored, 2u); // W1's halves and W2, block by block
+        EXPECT_EQ(second.packed_weights_mapped, first.packed_weights_stored);
+        EXPECT_EQ(second.packed_weights_stored, 0u);
+    } else {
+        EXPECT_EQ(first.packed_weights_stored + second.packed_weights_mapped, 0u);
+    }
 }
 
 TEST_F(Patterns, SoftmaxOnOtherAxisIsNotAttention) { check("softmax_other_axis"); }
