@@ -20,7 +20,8 @@ static const char *usage =
     "          [--decoder-calibrate] [--threads N]\n"
     "          [--memory-mode min|balanced|max-speed] [--attention auto|full|sliced|flash]\n"
     "          [--arithmetic auto|fp32|fp16]\n"
-    "          [--tiled-decode] [--tile-overlap N] [--tile-cache DIR] [--rpi] [--rpi-lowmem] [--ops-printf]\n"
+    "          [--tiled-decode] [--tile-overlap N] [--tile-cache DIR] [--weights-cache DIR] [--rpi] [--rpi-lowmem]\n"
+    "          [--ops-printf]\n"
     "          [--lora FILE[:SCALE]]... [--tokenizer PATH] [--print-tokens] [--help]\n"
     "  --models-path      folder with text_encoder_fp32/, unet_fp16/ (or unet_fp32/), vae_decoder_fp32/\n"
     "                     (or vae_decoder_fp16/) and tokenizer/ (OnnxStream's SD 1.5 layout)\n"
@@ -49,6 +50,7 @@ static const char *usage =
     "                     cells (default 8, at most a quarter of the tile)\n"
     "  --tile-cache       keep each decoded tile in DIR and read back the tiles already there: a tiled\n"
     "                     decode that was stopped resumes where it stopped\n"
+    "  --weights-cache    keep each model's prepared (XNNPACK 2024: and packed) weights in DIR/<model>.oswc*\n"
     "  --rpi              memory mode min (a 1 GB board)\n"
     "  --rpi-lowmem       the lowest memory (a 512 MB board): memory mode min, weights read per op without\n"
     "                     read-ahead, flash attention, tiled decoding when a tile decoder exists\n"
@@ -177,6 +179,8 @@ int main(int argc, char **argv) {
             o.decode_latents = v;
         } else if (!strcmp(a, "--tile-cache")) {
             o.tile_cache = v;
+        } else if (!strcmp(a, "--weights-cache")) {
+            o.weights_cache = v;
         } else if (!strcmp(a, "--lora")) {
             if (o.lora_count == SD_MAX_LORAS) return die("--lora: at most 16 LoRAs");
             if (sd_lora_parse(v, &loras[o.lora_count], err, sizeof err) != 0) return die(err);

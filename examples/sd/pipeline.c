@@ -81,6 +81,16 @@ static onnxstream_status_t open_model(const sd_pipeline_options_t *o, const char
     mo.memory_mode = o->memory_mode;
     mo.attention = o->attention;
     mo.arithmetic = o->arithmetic;
+    char cache_path[4200];
+    if (o->weights_cache) {
+        onnxstream_status_t s = sd_prepare_folder(o->weights_cache, "weights cache", err, err_size);
+        if (s != ONNXSTREAM_OK) return s;
+        const char *base = strrchr(dir, '/');
+        base = base && base[1] ? base + 1 : dir;
+        if (snprintf(cache_path, sizeof cache_path, "%s/%s.oswc", o->weights_cache, base) >= (int)sizeof cache_path)
+            return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT, "%s: weights cache path too long", what);
+        mo.cache_path = cache_path;
+    }
     onnxstream_model_t *m = NULL;
     onnxstream_status_t s = onnxstream_model_create(&mo, &m);
     if (s != ONNXSTREAM_OK) return sd_fail(err, err_size, s, "%s: %s", what, onnxstream_last_error());
@@ -511,7 +521,7 @@ static onnxstream_status_t decode_tiles(const sd_pipeline_options_t *o, onnxstre
     if (ny < 0 || nx < 0 || th > lh || tw > lw)
         return sd_fail(err, err_size, ONNXSTREAM_ERR_INVALID_ARGUMENT,
                     "cannot cut a %dx%d latent into %dx%d tiles overlapping by %d", lh, lw, th, tw, o->tile_overlap);
-    onnxstream_status_t s = o->tile_cache ? sd_tile_cache_prepare(o->tile_cache, err, err_size) : ONNXSTREAM_OK;
+    onnxstream_status_t s = o->tile_cache ? sd_prepare_folder(o->tile_cache, "tile cache", err, err_size) : ONNXSTREAM_OK;
     if (s != ONNXSTREAM_OK) return s;
     float *z = malloc((size_t)c * th * tw * sizeof(float));
     float *acc = NULL, *wsum = NULL;

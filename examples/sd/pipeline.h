@@ -80,6 +80,8 @@ typedef struct sd_pipeline_options {
     const char *decode_latents;   /* skip diffusion: decode this latents file (may be NULL) */
     const char *tile_cache;       /* tiled decoding: keep each decoded tile in this folder and read back the
                                      tiles already there, so a stopped decode resumes (may be NULL) */
+    const char *weights_cache;    /* folder of each model's persistent weights cache (<model folder name>.oswc
+                                     and, on XNNPACK 2024 builds, its packed weights); NULL: none */
     int width, height;            /* image size, multiples of 8 (0: the UNet's own size, 512x512 for SD 1.5 when
                                      the UNet takes any size); other than the UNet's needs a resizable UNet */
     const sd_lora_t *loras;       /* applied to the text encoder(s) and the UNet while they stream */

@@ -26,15 +26,15 @@ int sd_tile_cache_path(char *out, size_t size, const char *dir, int ty, int tx, 
     return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
-onnxstream_status_t sd_tile_cache_prepare(const char *dir, char *err, size_t err_size) {
+onnxstream_status_t sd_prepare_folder(const char *dir, const char *what, char *err, size_t err_size) {
     struct stat st;
     if (stat(dir, &st) == 0) {
         if (S_ISDIR(st.st_mode)) return ONNXSTREAM_OK;
-        return sd_fail(err, err_size, ONNXSTREAM_ERR_IO, "tile cache %s is not a folder", dir);
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_IO, "%s %s is not a folder", what, dir);
     }
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return sd_fail(err, err_size, ONNXSTREAM_ERR_IO, "cannot create the tile cache folder %s: %s", dir,
-                    strerror(errno));
+        return sd_fail(err, err_size, ONNXSTREAM_ERR_IO, "cannot create the %s folder %s: %s", what, dir,
+                       strerror(errno));
     return ONNXSTREAM_OK;
 }
 

@@ -22,8 +22,8 @@ uint64_t sd_tile_key(const float *latent, size_t count, const char *decoder_path
 /* DIR/tile_<ty>_<tx>_<key as 16 hex digits>.f32 into out; returns 0, or -1 when it does not fit. */
 int sd_tile_cache_path(char *out, size_t size, const char *dir, int ty, int tx, uint64_t key);
 
-/* Creates DIR when missing (its parent must exist). */
-onnxstream_status_t sd_tile_cache_prepare(const char *dir, char *err, size_t err_size);
+/* Creates DIR when missing (its parent must exist); `what` names it in messages ("tile cache"). */
+onnxstream_status_t sd_prepare_folder(const char *dir, const char *what, char *err, size_t err_size);
 
 /*
  * Reads a cached tile: a malloc'd array of `channels` x h x w floats with *h and *w set, or NULL when the

@@ -183,6 +183,17 @@ def main():
               "parameters chunk holds the full 64-bit seed, cfg and size")
         subprocess.run(common + ["--output", out2], check=True, capture_output=True)
         check(open(out1, "rb").read() == open(out2, "rb").read(), "same seed gives a byte-identical PNG")
+        # --weights-cache: the first process builds each model's cache (and, on XNNPACK 2024 builds, its packed
+        # weights), the second maps them; both give the image the run without a cache gave.
+        wcache = os.path.join(work, "wcache")
+        for k in (1, 2):
+            outk = os.path.join(work, f"wcache{k}.png")
+            r = subprocess.run(common + ["--output", outk, "--weights-cache", wcache], capture_output=True, text=True)
+            check(r.returncode == 0 and open(outk, "rb").read() == open(out1, "rb").read(),
+                  f"--weights-cache run {k} gives the same image ({r.stderr.strip()[-160:]})")
+        caches = sorted(f for f in os.listdir(wcache) if f.endswith(".oswc")) if os.path.isdir(wcache) else []
+        check(caches == ["text_encoder_fp32.oswc", "unet_fp16.oswc", "vae_decoder_fp32.oswc"],
+              f"--weights-cache keeps one cache per model ({caches})")
         # The small UNet works on (1,4,16,16) latents; the small VAE upsamples them 4x to 64x64.
         check(os.path.getsize(latents) == 4 * 4 * 16 * 16, "latents file holds raw float32 (1,4,16,16)")
         subprocess.run(common + ["--decode-latents", latents, "--output", out3], check=True, capture_output=True)

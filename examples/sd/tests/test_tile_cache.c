@@ -25,8 +25,8 @@ int main(void) {
     }
     char err[512], path[4200], sub[4200];
     snprintf(sub, sizeof sub, "%s/tiles", dir);
-    check(sd_tile_cache_prepare(sub, err, sizeof err) == ONNXSTREAM_OK, "a missing cache folder is created");
-    check(sd_tile_cache_prepare(sub, err, sizeof err) == ONNXSTREAM_OK, "an existing cache folder is used");
+    check(sd_prepare_folder(sub, "tile cache", err, sizeof err) == ONNXSTREAM_OK, "a missing cache folder is created");
+    check(sd_prepare_folder(sub, "tile cache", err, sizeof err) == ONNXSTREAM_OK, "an existing cache folder is used");
 
     float latent[16], tile[3 * 4 * 6];
     for (int i = 0; i < 16; ++i) latent[i] = (float)i * 0.25f - 1.0f;
@@ -80,7 +80,7 @@ int main(void) {
     check(access(tmp, F_OK) != 0, "no temporary file is left behind");
 
     write_bytes(path, "x", 1);
-    check(sd_tile_cache_prepare(path, err, sizeof err) == ONNXSTREAM_ERR_IO && strstr(err, "is not a folder"),
+    check(sd_prepare_folder(path, "tile cache", err, sizeof err) == ONNXSTREAM_ERR_IO && strstr(err, "is not a folder"),
           "a cache path that is a file is refused with a message");
     char missing[4300];
     snprintf(missing, sizeof missing, "%s/no/such/parent/t.f32", dir);
