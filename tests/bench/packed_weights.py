@@ -16,7 +16,7 @@ one process), x ONNX Runtime, peak RSS (/usr/bin/time -v), packed weights mapped
 against ONNX Runtime's output.
 
 usage: tests/bench/packed_weights.py [--build build] [--build13 build-debian13] [--work /tmp/onnxstream-sd15]
-                                     [--models yolov8n,text_encoder,unet] [--runs 4] [--threads 2]
+                                     [--models yolov8n,text_encoder,unet,vae_decoder] [--runs 4] [--threads 2]
 """
 
 import argparse
@@ -36,7 +36,8 @@ sys.path.insert(0, HERE)
 from sd15 import PRECISION, ensure_case  # noqa: E402
 from sd15_convert import rel_l2, timed  # noqa: E402
 
-TITLES = {"yolov8n": "YOLOv8n", "text_encoder": "SD 1.5 text encoder", "unet": "SD 1.5 UNet"}
+TITLES = {"yolov8n": "YOLOv8n", "text_encoder": "SD 1.5 text encoder", "unet": "SD 1.5 UNet",
+          "vae_decoder": "SD 1.5 VAE decoder"}
 
 
 def median_after_first(runs):
