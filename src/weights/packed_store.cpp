@@ -67,6 +67,7 @@ PackedStoreFile::PackedStoreFile(std::string path, uint64_t identity, bool keep_
 }
 
 PackedStoreFile::~PackedStoreFile() {
+    keep_pages_mapped_ = false; // the store goes: so do its mappings
     for (auto &[key, e] : entries_) {
         e.holds = 0;
         drop_entry(e);
