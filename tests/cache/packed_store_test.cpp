@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "onnxstream.h"
@@ -126,6 +127,26 @@ TEST_F(PackedStore, FirstModelWritesSecondMaps) {
     expect_correct(second, "second");
     EXPECT_EQ(second.stats.packed_weights_mapped, first.stats.packed_weights_stored);
     EXPECT_EQ(second.stats.packed_weights_stored, 0u);
+    for (const auto &e : fs::directory_iterator(work_))
+        EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << "left behind: " << e.path();
+}
+
+// Two models building the same files at once (threads of one process here; processes do the same): each
+// writes its own temporary file and renames it into place, so the next model finds a whole file.
+TEST_F(PackedStore, TwoModelsBuildAtOnce) {
+    if (!onnxstream::xnn::has_weights_cache()) GTEST_SKIP() << "this XNNPACK has no weights cache";
+    fs::remove(cache());
+    fs::remove(packed());
+    ModelRun a, b;
+    std::thread ta([&] { a = run(cache()); }), tb([&] { b = run(cache()); });
+    ta.join();
+    tb.join();
+    expect_correct(a, "builder a");
+    expect_correct(b, "builder b");
+    const ModelRun after = run(cache());
+    expect_correct(after, "after both");
+    EXPECT_GT(after.stats.packed_weights_mapped, 50u);
+    EXPECT_EQ(after.stats.packed_weights_stored, 0u);
     for (const auto &e : fs::directory_iterator(work_))
         EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << "left behind: " << e.path();
 }
