@@ -31,7 +31,7 @@ SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
 sys.path.insert(0, HERE)
 from debian12_vs_13 import run_json  # noqa: E402
 from sd15 import ensure_case  # noqa: E402
-from sd15_convert import rel_l2, timed  # noqa: E402
+from sd15_convert import debian13_tools, rel_l2, timed  # noqa: E402
 
 # (label, converter options, onnxstream-run options)
 VARIANTS = [
@@ -58,15 +58,7 @@ def main():
     args = ap.parse_args()
 
     import numpy as np
-    convert = os.path.join(os.path.abspath(args.build), "src", "tools", "onnxstream-convert")
-    run = os.path.join(os.path.abspath(args.build13), "src", "tools", "onnxstream-run")
-    for exe in (convert, run):
-        if not os.access(exe, os.X_OK):
-            sys.exit(f"int8_weights.py: {exe} not found: build it first")
-    node = shutil.which("node")
-    work = os.path.abspath(args.work)
-    logs = os.path.join(work, "logs")
-    os.makedirs(logs, exist_ok=True)
+    convert, run, node, work, logs = debian13_tools(args, "int8_weights.py")
     rows = []
 
     for model in [m for m in args.models.split(",") if m]:

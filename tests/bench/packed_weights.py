@@ -34,7 +34,7 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 DEBIAN13 = os.path.join(ROOT, "scripts", "debian13.sh")
 sys.path.insert(0, HERE)
 from sd15 import PRECISION, ensure_case  # noqa: E402
-from sd15_convert import rel_l2, timed  # noqa: E402
+from sd15_convert import debian13_tools, rel_l2, timed  # noqa: E402
 
 TITLES = {"yolov8n": "YOLOv8n", "text_encoder": "SD 1.5 text encoder", "unet": "SD 1.5 UNet",
           "vae_decoder": "SD 1.5 VAE decoder"}
@@ -107,15 +107,7 @@ def main():
     args = ap.parse_args()
 
     import numpy as np
-    convert = os.path.join(os.path.abspath(args.build), "src", "tools", "onnxstream-convert")
-    run = os.path.join(os.path.abspath(args.build13), "src", "tools", "onnxstream-run")
-    for exe in (convert, run):
-        if not os.access(exe, os.X_OK):
-            sys.exit(f"packed_weights.py: {exe} not found: build it first")
-    node = shutil.which("node")
-    work = os.path.abspath(args.work)
-    logs = os.path.join(work, "logs")
-    os.makedirs(logs, exist_ok=True)
+    convert, run, node, work, logs = debian13_tools(args, "packed_weights.py")
     rows = []
 
     for model in [m for m in args.models.split(",") if m]:

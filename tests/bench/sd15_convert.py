@@ -43,6 +43,20 @@ def timed(cmd, log):
     return p.stdout, secs, int(rss.group(1)) / 1024 if rss else float("nan")
 
 
+def debian13_tools(args, script):
+    """The converter of --build and the onnxstream-run of --build13 (exiting when either is missing), node,
+    and the --work folder with its logs/ subfolder made: what the Debian 13 benchmarks share."""
+    convert = os.path.join(os.path.abspath(args.build), "src", "tools", "onnxstream-convert")
+    run = os.path.join(os.path.abspath(args.build13), "src", "tools", "onnxstream-run")
+    for exe in (convert, run):
+        if not os.access(exe, os.X_OK):
+            sys.exit(f"{script}: {exe} not found: build it first")
+    work = os.path.abspath(args.work)
+    logs = os.path.join(work, "logs")
+    os.makedirs(logs, exist_ok=True)
+    return convert, run, shutil.which("node"), work, logs
+
+
 def rel_l2(got, want):
     import numpy as np
     got = got.astype(np.float64)
