@@ -63,7 +63,6 @@ size_t look_up(void *, const struct xnn_weights_cache_look_up_key *key) {
     if (!p) return SIZE_MAX;
     s->held_key = k;
     s->held_address = p;
-    s->found = true;
     return reinterpret_cast<size_t>(p);
 }
 

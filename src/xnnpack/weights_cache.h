@@ -55,7 +55,6 @@ public:
     uint64_t key;
     uint64_t creation_key = 0; // key + XNNPACK function + creation arguments, set when used
     bool used = false;
-    bool found = false;        // the operator's packed weights came from the store
     uint64_t held_key = 0;     // the store key the operator holds (0: none)
     const void *held_address = nullptr;
     bool failed = false;       // the store failed to take the packed weights (out of memory)
