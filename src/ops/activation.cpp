@@ -8,6 +8,7 @@
 
 #include "ops/elementwise.h"
 #include "ops/registry.h"
+#include "ops/vector_math.h"
 #include "xnnpack/elementwise.h"
 
 namespace onnxstream {
@@ -148,10 +149,7 @@ void run_gelu(RunContext &ctx) {
         });
         return;
     }
-    float_loop(ctx, [](const float *in, float *out, size_t n) {
-        const float k = 0.7071067811865476f; // 1 / sqrt(2)
-        for (size_t i = 0; i < n; ++i) out[i] = 0.5f * in[i] * (1.0f + std::erf(in[i] * k));
-    });
+    float_loop(ctx, [](const float *in, float *out, size_t n) { vmath::gelu_erf(in, out, n); });
 }
 
 void run_hard_sigmoid(RunContext &ctx) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ops/registry.h"
+#include "ops/vector_math.h"
 #include "tensor/half.h"
 #include "xnnpack/matmul.h"
 
@@ -26,87 +27,38 @@ namespace onnxstream {
 
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// The softmax part costs about as much as the GEMMs: on x86-64 the row kernels get an AVX2 clone picked at
-// load time (the build targets baseline x86-64 = SSE2, 4 floats per instruction).
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define ONNXSTREAM_ROW_KERNEL __attribute__((target_clones("avx2", "default")))
-#else
-#define ONNXSTREAM_ROW_KERNEL
-#endif
+using namespace vmath;
 
 // ---------------------------------------------------------------------------------------------------------
-// Row kernels. GCC does not vectorise float max/sum reductions or a clamp before exp on its own (without
-// -ffast-math, under the default -ftrapping-math), so the loops use GCC vector types: 8 floats, which
-// become two SSE or one AVX instruction per operation.
+// Row kernels (vector_math.h): the softmax part costs about as much as the GEMMs.
 
-// The helpers below pass V8 by value; they are all inlined into this file's kernels, so the note that
-// 32-byte vector arguments have a different ABI with AVX enabled does not concern any call boundary.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
-
-typedef float V8 __attribute__((vector_size(32)));
-typedef int32_t V8i __attribute__((vector_size(32)));
-
-inline V8 splat(float x) { return V8{x, x, x, x, x, x, x, x}; }
-inline V8 load8(const float *p) {
-    V8 v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-inline void store8(float *p, V8 v) { std::memcpy(p, &v, sizeof v); }
-inline float hmax(V8 v) {
-    float m = v[0];
-    for (int j = 1; j < 8; ++j) m = std::max(m, v[j]);
-    return m;
-}
-inline float hsum(V8 v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
-
-// exp(x) for x in [-87, 88] to ~1 ulp, for F = float (I = int32_t) or V8 (I = V8i): Cody-Waite range
-// reduction and a degree-6 polynomial, then 2^n built in the exponent bits.
-template <typename F, typename I> inline F exp_poly(F x) {
-    F t = x * 1.44269504088896341f + 12582912.0f; // round(x / ln2) in t's low mantissa bits
-    F n = t - 12582912.0f;
-    I ti;
-    std::memcpy(&ti, &t, sizeof ti);
-    F r = x - n * 0.693359375f + n * 2.12194440e-4f;
-    F p = r * 1.9875691500E-4f + 1.3981999507E-3f;
-    p = p * r + 8.3334519073E-3f;
-    p = p * r + 4.1665795894E-2f;
-    p = p * r + 1.6666665459E-1f;
-    p = p * r + 5.0000001201E-1f;
-    p = p * r * r + r + 1.0f;
-    I bits = (ti - 0x4B400000 + 127) * (1 << 23);
-    F s;
-    std::memcpy(&s, &bits, sizeof s);
-    return p * s;
-}
-inline float exp_clamped(float x) { return exp_poly<float, int32_t>(x); }
-
-// s = s * scale + mask (mask_step 1: a row of the mask; 0: one value broadcast; mask null: none).
-// Returns the row maximum.
-ONNXSTREAM_ROW_KERNEL float scale_mask_max(float *s, size_t n, float scale, const float *mask,
-                                           size_t mask_step) {
-    V8 acc = splat(kNegInf);
+// The row maximum of s, after adding the mask when there is one (mask_step 1: a row of the mask; 0: one
+// value broadcast). The scale is already in Q, so without a mask the row is only read.
+ONNXSTREAM_ROW_KERNEL float mask_max(float *s, size_t n, const float *mask, size_t mask_step) {
+    V16 acc = splat(kNegInf);
     float m = kNegInf;
     size_t i = 0;
     if (mask && mask_step == 1) {
-        for (; i + 8 <= n; i += 8) {
-            V8 x = load8(s + i) * scale + load8(mask + i);
-            store8(s + i, x);
+        for (; i + kLanes <= n; i += kLanes) {
+            V16 x = load16(s + i) + load16(mask + i);
+            store16(s + i, x);
             acc = acc > x ? acc : x;
         }
-        for (; i < n; ++i) m = std::max(m, s[i] = s[i] * scale + mask[i]);
+        for (; i < n; ++i) m = std::max(m, s[i] = s[i] + mask[i]);
+    } else if (mask) {
+        float add = mask[0];
+        for (; i + kLanes <= n; i += kLanes) {
+            V16 x = load16(s + i) + add;
+            store16(s + i, x);
+            acc = acc > x ? acc : x;
+        }
+        for (; i < n; ++i) m = std::max(m, s[i] = s[i] + add);
     } else {
-        float add = mask ? mask[0] : 0.0f;
-        for (; i + 8 <= n; i += 8) {
-            V8 x = load8(s + i) * scale + add;
-            store8(s + i, x);
+        for (; i + kLanes <= n; i += kLanes) {
+            V16 x = load16(s + i);
             acc = acc > x ? acc : x;
         }
-        for (; i < n; ++i) m = std::max(m, s[i] = s[i] * scale + add);
+        for (; i < n; ++i) m = std::max(m, s[i]);
     }
     return std::max(m, hmax(acc));
 }
@@ -114,18 +66,18 @@ ONNXSTREAM_ROW_KERNEL float scale_mask_max(float *s, size_t n, float scale, cons
 // s = exp(s - m) in place; returns the sum. m must be finite.
 ONNXSTREAM_ROW_KERNEL float exp_sub_sum(float *s, size_t n, float m) {
     // s - m <= 0, so only the lower clamp matters (exp(-87) is below float's normal range anyway).
-    const V8 lo = splat(-87.0f);
-    V8 acc = splat(0.0f);
+    const V16 lo = splat(-87.0f);
+    V16 acc = splat(0.0f);
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        V8 x = load8(s + i) - m;
+    for (; i + kLanes <= n; i += kLanes) {
+        V16 x = load16(s + i) - m;
         x = x > lo ? x : lo;
-        V8 e = exp_poly<V8, V8i>(x);
-        store8(s + i, e);
+        V16 e = exp_poly<V16, V16i>(x);
+        store16(s + i, e);
         acc += e;
     }
     float sum = hsum(acc);
-    for (; i < n; ++i) sum += s[i] = exp_clamped(std::max(s[i] - m, -87.0f));
+    for (; i < n; ++i) sum += s[i] = exp_clamped(s[i] - m);
     return sum;
 }
 
@@ -276,8 +228,8 @@ class HeadBuffers {
 public:
     HeadBuffers(const RunContext &ctx, const Problem &p, size_t rows) : p_(p) {
         auto f32 = [&](size_t n) { return ctx.scratch(DType::F32, {static_cast<int64_t>(n)}); };
+        qbuf_ = f32(rows * p.d);
         if (p.f16) {
-            qbuf_ = f32(rows * p.d);
             ybuf_ = f32(rows * p.dv);
             vbuf_ = f32(p.t * p.dv);
         }
@@ -316,12 +268,19 @@ public:
     const float *k() const { return k_; }
     const float *v() const { return v_; }
 
-    // Q rows [r0, r1) of batch-head b (at most `rows` of them).
+    // Q rows [r0, r1) of batch-head b (at most `rows` of them), times the scale: scaling the rows x D queries
+    // instead of the rows x T scores.
     const float *q(size_t b, size_t r0, size_t r1) {
-        if (!p_.f16) return p_.q->data<float>() + p_.q_off[b] + r0 * p_.d;
-        half_to_float_n(p_.q->data<uint16_t>() + p_.q_off[b] + r0 * p_.d, qbuf_.data<float>(),
-                        (r1 - r0) * p_.d);
-        return qbuf_.data<float>();
+        size_t n = (r1 - r0) * p_.d;
+        float *out = qbuf_.data<float>();
+        if (p_.f16) {
+            half_to_float_n(p_.q->data<uint16_t>() + p_.q_off[b] + r0 * p_.d, out, n);
+            for (size_t i = 0; i < n; ++i) out[i] *= p_.scale;
+        } else {
+            const float *in = p_.q->data<float>() + p_.q_off[b] + r0 * p_.d;
+            for (size_t i = 0; i < n; ++i) out[i] = in[i] * p_.scale;
+        }
+        return out;
     }
     // Where output rows from r0 on of batch-head b are written in f32; store() then moves them to Y.
     float *y(size_t b, size_t r0) const {
@@ -371,7 +330,7 @@ public:
         inv_.resize(n);
         for (size_t i = 0; i < n; ++i) {
             float *s = scores + i * p_.t;
-            float m = scale_mask_max(s, p_.t, p_.scale, p_.mask_for(b, r0 + i, 0), p_.mask_col);
+            float m = mask_max(s, p_.t, p_.mask_for(b, r0 + i, 0), p_.mask_col);
             if (m == kNegInf) { // every score is -inf: the output row is 0 rather than 0/0
                 std::fill(s, s + p_.t, 0.0f);
                 inv_[i] = 0.0f;
@@ -456,7 +415,7 @@ public:
             qk_[blk].run(n, q, s, nullptr);
             for (size_t i = 0; i < n; ++i) {
                 float *row = s + i * tiles_.keys;
-                float bm = scale_mask_max(row, bk, p_.scale, p_.mask_for(b, r0 + i, c0), p_.mask_col);
+                float bm = mask_max(row, bk, p_.mask_for(b, r0 + i, c0), p_.mask_col);
                 float mo = first ? kNegInf : m[i];
                 float mn = std::max(mo, bm);
                 if (mn == kNegInf) { // every score so far is -inf: nothing to accumulate yet
@@ -467,7 +426,7 @@ public:
                     continue;
                 }
                 float sum = exp_sub_sum(row, bk, mn);
-                alpha[i] = mo == kNegInf ? 0.0f : exp_clamped(std::max(mo - mn, -87.0f));
+                alpha[i] = mo == kNegInf ? 0.0f : exp_clamped(mo - mn);
                 l[i] = first ? sum : l[i] * alpha[i] + sum;
                 m[i] = mn;
             }

@@ -17,6 +17,7 @@
 #include "ops/layout.h"
 #include "ops/matmul_kernels.h"
 #include "ops/registry.h"
+#include "ops/vector_math.h"
 #include "tensor/half.h"
 #include "xnnpack/dynamic_quant.h"
 #include "xnnpack/weights_cache.h"
@@ -138,10 +139,7 @@ void geglu_in_place(const RunContext &ctx, float *a, const float *g, size_t coun
         });
         return;
     }
-    parallel_for(ctx.pool(), count, 1 << 14, [&](size_t s, size_t e) {
-        const float k = 0.7071067811865476f; // 1 / sqrt(2)
-        for (size_t i = s; i < e; ++i) a[i] *= 0.5f * g[i] * (1.0f + std::erf(g[i] * k));
-    });
+    parallel_for(ctx.pool(), count, 1 << 14, [&](size_t s, size_t e) { vmath::geglu_erf(a + s, g + s, e - s); });
 }
 
 // int8 arithmetic applies when both weights are per-channel int8 along the axes the converter writes (W1t's
