@@ -269,7 +269,11 @@ void Model::open_packed_store(const WeightCacheProvider &cache, bool keep_pages_
 
 void Model::run(const ProgressFn &progress) {
     graph();
-    set_mapping_cache_budget(options_.mapping_cache_bytes);
+    // Freed tensor pages are reused within the run and given back at its end (mapping_cache.h).
+    begin_mapping_cache_run(options_.mapping_cache_bytes);
+    struct EndMappingCacheRun {
+        ~EndMappingCacheRun() { end_mapping_cache_run(); }
+    } end_mapping_cache_run_guard;
     outputs_.clear();
     const Plan &plan = plan_for_inputs();
     uint64_t bytes0 = provider_->bytes_read(), us0 = provider_->read_us(), copied0 = provider_->bytes_copied();

@@ -116,7 +116,11 @@ int64_t RunContext::weight_chunk_rows(size_t i, bool float_bytes) const {
     const size_t elem = float_bytes ? sizeof(float) : dtype_size(w.dtype());
     const size_t row_bytes = static_cast<size_t>(w.numel() / rows) * elem;
     const size_t budget = std::max<size_t>(options().weight_chunk_bytes, 1);
-    return std::clamp<int64_t>(static_cast<int64_t>(budget / std::max<size_t>(row_bytes, 1)), 1, rows);
+    int64_t chunk = std::clamp<int64_t>(static_cast<int64_t>(budget / std::max<size_t>(row_bytes, 1)), 1, rows);
+    // Whole SIMD tiles: a chunk of a Conv's output channels is the N of XNNPACK's GEMM, whose kernels work
+    // in tiles of 8 or 16 columns, so 91 channels would cost as much as 96.
+    if (chunk < rows && chunk > 16) chunk -= chunk % 16;
+    return chunk;
 }
 
 uint64_t RunContext::packing_key(size_t i, int64_t first_row, uint64_t part) const {

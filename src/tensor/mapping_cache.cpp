@@ -16,9 +16,22 @@ struct Cache {
     std::deque<Mapping> idle; // oldest first
     uint64_t idle_bytes = 0;
     uint64_t budget = 0;
+    uint64_t in_use = 0;     // bytes handed out by map_pages and not given back
+    uint64_t high_water = 0; // the most in_use since the oldest running run began
+    int runs = 0;            // runs between begin_mapping_cache_run and end_mapping_cache_run
 
     // Unmaps whole idle mappings, oldest first, until idle_bytes <= limit. Called with the mutex held.
     void trim(uint64_t limit);
+    // The idle bytes allowed now: the budget, and while a run is on whatever keeps in_use + idle within the
+    // run's high-water mark, which the process's resident memory has reached already.
+    uint64_t allowance() const {
+        if (budget == 0) return 0;
+        return runs > 0 && high_water > in_use ? std::max(budget, high_water - in_use) : budget;
+    }
+    void hand_out(uint64_t bytes) {
+        in_use += bytes;
+        high_water = std::max(high_water, in_use);
+    }
 };
 
 Cache &cache() {
@@ -62,8 +75,12 @@ Mapping map_pages(size_t bytes) {
                 c.idle_bytes += m.bytes - want;
                 m.bytes = want;
             }
+            c.hand_out(m.bytes);
             return m;
         }
+        // New pages: first give back the idle ones they would put over the high-water mark.
+        c.hand_out(want);
+        c.trim(c.allowance());
     }
     void *p = ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
@@ -73,7 +90,11 @@ Mapping map_pages(size_t bytes) {
             c.trim(0);
         }
         p = ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) return {};
+        if (p == MAP_FAILED) {
+            std::lock_guard<std::mutex> lock(c.mutex);
+            c.in_use -= want;
+            return {};
+        }
     }
     return {p, want};
 }
@@ -82,7 +103,8 @@ void unmap_pages(const Mapping &mapping) {
     if (!mapping.base) return;
     Cache &c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
-    if (mapping.bytes > c.budget) {
+    c.in_use -= std::min<uint64_t>(c.in_use, mapping.bytes);
+    if (mapping.bytes > c.allowance()) {
         ::munmap(mapping.base, mapping.bytes);
         return;
     }
@@ -102,7 +124,7 @@ void unmap_pages(const Mapping &mapping) {
     }
     c.idle.push_back(joined);
     c.idle_bytes += joined.bytes;
-    c.trim(c.budget);
+    c.trim(c.allowance());
 }
 
 void set_mapping_cache_budget(uint64_t bytes) {
@@ -110,6 +132,21 @@ void set_mapping_cache_budget(uint64_t bytes) {
     std::lock_guard<std::mutex> lock(c.mutex);
     c.budget = bytes;
     c.trim(bytes);
+}
+
+void begin_mapping_cache_run(uint64_t budget) {
+    Cache &c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.budget = budget;
+    if (c.runs++ == 0) c.high_water = c.in_use;
+    c.trim(c.allowance());
+}
+
+void end_mapping_cache_run() {
+    Cache &c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.runs > 0) --c.runs;
+    if (c.runs == 0) c.trim(c.budget);
 }
 
 uint64_t mapping_cache_idle_bytes() {

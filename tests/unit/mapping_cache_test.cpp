@@ -128,3 +128,44 @@ TEST_F(MappingCache, JoinedRangeOverTheBudgetIsUnmapped) {
     set_mapping_cache_budget(3 * MiB); // the joined range is one mapping: it goes whole
     EXPECT_EQ(mapping_cache_idle_bytes(), 0u);
 }
+
+TEST_F(MappingCache, DuringARunIdlePagesMayFillUpToTheRunsHighWaterMark) {
+    begin_mapping_cache_run(1 * MiB);
+    Mapping a = map_pages(4 * MiB), b = map_pages(4 * MiB); // 8 MiB in use: the run's high-water mark
+    static_cast<unsigned char *>(a.base)[0] = 0x33;
+    unmap_pages(a); // over the 1 MiB budget, but in use + idle stays within 8 MiB: kept
+    EXPECT_EQ(mapping_cache_idle_bytes(), 4 * MiB);
+    Mapping c = map_pages(4 * MiB); // the next activation of that size gets a's pages, already faulted in
+    EXPECT_EQ(c.base, a.base);
+    EXPECT_EQ(static_cast<unsigned char *>(c.base)[0], 0x33);
+    unmap_pages(b);
+    unmap_pages(c);
+    EXPECT_EQ(mapping_cache_idle_bytes(), 8 * MiB);
+    end_mapping_cache_run(); // back to the budget: whole mappings, so nothing of 4 MiB stays
+    EXPECT_EQ(mapping_cache_idle_bytes(), 0u);
+}
+
+TEST_F(MappingCache, ARunsIdlePagesNeverRaiseItsPeak) {
+    begin_mapping_cache_run(1 * MiB);
+    Mapping a = map_pages(4 * MiB), b = map_pages(4 * MiB);
+    unmap_pages(a);
+    unmap_pages(b);
+    ASSERT_EQ(mapping_cache_idle_bytes(), 8 * MiB);
+    // 12 MiB fits no idle range (a and b need not be neighbours): new pages, and the idle ones that would
+    // put in use + idle over the new high-water mark (12 MiB) go first.
+    Mapping big = map_pages(12 * MiB);
+    EXPECT_LE(mapping_cache_idle_bytes(), 1 * MiB);
+    unmap_pages(big);
+    EXPECT_EQ(mapping_cache_idle_bytes(), 12 * MiB);
+    end_mapping_cache_run();
+    EXPECT_EQ(mapping_cache_idle_bytes(), 0u);
+}
+
+TEST_F(MappingCache, AZeroBudgetUnmapsAtOnceDuringARunToo) {
+    begin_mapping_cache_run(0);
+    Mapping a = map_pages(4 * MiB), b = map_pages(4 * MiB);
+    unmap_pages(a);
+    EXPECT_EQ(mapping_cache_idle_bytes(), 0u);
+    unmap_pages(b);
+    end_mapping_cache_run();
+}
