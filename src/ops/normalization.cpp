@@ -256,36 +256,61 @@ void group_normalize_nhwc(const RunContext &ctx, const float *x, float *y, int64
                           int64_t groups, const std::vector<float> &cscale, const std::vector<float> &cbias,
                           float eps) {
     const int64_t cpg = c / groups;
-    std::vector<float> a(static_cast<size_t>(n * c)), m(static_cast<size_t>(n * c));
-    parallel_for(ctx.pool(), static_cast<size_t>(n * groups), 1, [&](size_t begin, size_t end) {
-        for (size_t ng = begin; ng < end; ++ng) {
-            const int64_t sample = static_cast<int64_t>(ng) / groups, g = static_cast<int64_t>(ng) % groups;
-            const float *base = x + sample * plane * c + g * cpg;
-            // Shifted sums (as mean_var) so a large mean does not cancel the variance away.
-            const float shift = base[0];
-            double s1 = 0, s2 = 0;
-            for (int64_t p = 0; p < plane; ++p) {
-                const float *xp = base + p * c;
-                float f1 = 0, f2 = 0;
-                for (int64_t j = 0; j < cpg; ++j) {
-                    const float d = xp[j] - shift;
-                    f1 += d;
-                    f2 += d * d;
+    const size_t cs = static_cast<size_t>(c);
+    // Statistics in one sequential sweep: each task sums a block of pixels per channel (a group's channels
+    // are only cpg floats of each pixel, so walking one group at a time would read every cache line of the
+    // tensor once per group), then the blocks' sums are added per group. Shifted sums (as mean_var), by the
+    // group's first value, so a large mean does not cancel the variance away.
+    const int64_t block = std::max<int64_t>(1, 65536 / std::max<int64_t>(c, 1));
+    const int64_t blocks = (plane + block - 1) / block;
+    std::vector<float> shift(static_cast<size_t>(n) * cs);
+    for (int64_t sample = 0; sample < n; ++sample)
+        for (int64_t ch = 0; ch < c; ++ch)
+            shift[static_cast<size_t>(sample) * cs + static_cast<size_t>(ch)] =
+                plane > 0 ? x[sample * plane * c + ch / cpg * cpg] : 0.0f;
+    std::vector<double> part1(static_cast<size_t>(n * blocks) * cs), part2(part1.size());
+    parallel_for(ctx.pool(), static_cast<size_t>(n * blocks), 1, [&](size_t begin, size_t end) {
+        std::vector<float> f1(cs), f2(cs);
+        for (size_t task = begin; task < end; ++task) {
+            const int64_t sample = static_cast<int64_t>(task) / blocks, b0 = static_cast<int64_t>(task) % blocks * block;
+            const int64_t b1 = std::min(plane, b0 + block);
+            const float *sh = shift.data() + static_cast<size_t>(sample) * cs;
+            std::fill(f1.begin(), f1.end(), 0.0f);
+            std::fill(f2.begin(), f2.end(), 0.0f);
+            for (int64_t p = b0; p < b1; ++p) {
+                const float *xp = x + (sample * plane + p) * c;
+                for (size_t ch = 0; ch < cs; ++ch) {
+                    const float d = xp[ch] - sh[ch];
+                    f1[ch] += d;
+                    f2[ch] += d * d;
                 }
-                s1 += f1;
-                s2 += f2;
             }
-            const double count = static_cast<double>(plane * cpg);
-            const double dm = count > 0 ? s1 / count : 0.0;
-            const double var = count > 0 ? std::max(0.0, s2 / count - dm * dm) : 0.0;
-            const float mean = static_cast<float>(dm + shift), inv = static_cast<float>(1.0 / std::sqrt(var + eps));
-            for (int64_t j = 0; j < cpg; ++j) {
-                const size_t ch = static_cast<size_t>(g * cpg + j);
-                a[static_cast<size_t>(sample * c) + ch] = inv * cscale[ch];
-                m[static_cast<size_t>(sample * c) + ch] = mean;
+            for (size_t ch = 0; ch < cs; ++ch) {
+                part1[task * cs + ch] = f1[ch];
+                part2[task * cs + ch] = f2[ch];
             }
         }
     });
+    std::vector<float> a(static_cast<size_t>(n) * cs), m(static_cast<size_t>(n) * cs);
+    for (int64_t sample = 0; sample < n; ++sample) {
+        for (int64_t g = 0; g < groups; ++g) {
+            double s1 = 0, s2 = 0;
+            for (int64_t t = sample * blocks; t < (sample + 1) * blocks; ++t)
+                for (int64_t ch = g * cpg; ch < (g + 1) * cpg; ++ch) {
+                    s1 += part1[static_cast<size_t>(t) * cs + static_cast<size_t>(ch)];
+                    s2 += part2[static_cast<size_t>(t) * cs + static_cast<size_t>(ch)];
+                }
+            const double count = static_cast<double>(plane * cpg);
+            const double dm = count > 0 ? s1 / count : 0.0;
+            const double var = count > 0 ? std::max(0.0, s2 / count - dm * dm) : 0.0;
+            const size_t first = static_cast<size_t>(sample) * cs + static_cast<size_t>(g * cpg);
+            const float mean = static_cast<float>(dm + shift[first]), inv = static_cast<float>(1.0 / std::sqrt(var + eps));
+            for (int64_t j = 0; j < cpg; ++j) {
+                a[first + static_cast<size_t>(j)] = inv * cscale[static_cast<size_t>(g * cpg + j)];
+                m[first + static_cast<size_t>(j)] = mean;
+            }
+        }
+    }
     size_t tile = static_cast<size_t>(std::max<int64_t>(1, 16384 / std::max<int64_t>(c, 1)));
     parallel_for(ctx.pool(), static_cast<size_t>(n * plane), tile, [&](size_t begin, size_t end) {
         for (size_t p = begin; p < end; ++p) {
