@@ -17,7 +17,7 @@ def open_tiny(tiny_dir, **kwargs) -> onnxstream.Model:
 
 
 def test_version_and_library():
-    assert onnxstream.__version__ == "0.15.0"
+    assert onnxstream.__version__ == "0.16.0"
     major, minor, _ = (int(p) for p in onnxstream.library_version().split("."))
     assert (major, minor) >= (0, 7)
     assert "XNNPACK" in onnxstream.kernel_library()
