@@ -108,6 +108,12 @@ ONNXSTREAM_VINLINE float gelu_factor(float x) {
     return x < 0.0f ? erfc : 2.0f - erfc;
 }
 
+// Softmax rows (vector_math.cpp). The row maximum of s after adding the mask when there is one (mask_step
+// 1: a row of the mask; 0: one value broadcast); without a mask the row is only read.
+float mask_max(float *s, size_t n, const float *mask, size_t mask_step);
+// s = exp(s - m) in place; returns the sum. m must be finite.
+float exp_sub_sum(float *s, size_t n, float m);
+
 // The erf GELU, y = 0.5 x (1 + erf(x / sqrt(2))) (vector_math.cpp); y may be x.
 void gelu_erf(const float *x, float *y, size_t n);
 // a *= gelu(g): GEGLU's product of the value half and the GELU of the gate half.
