@@ -21,6 +21,7 @@
 #include "ops/registry.h"
 #include "ops/vector_math.h"
 #include "tensor/half.h"
+#include "xnnpack/init.h"
 #include "xnnpack/matmul.h"
 
 namespace onnxstream {
@@ -429,10 +430,14 @@ void run_flash(RunContext &ctx, const Problem &p, FlashTiles tiles) {
     });
 }
 
-FlashTiles flash_tiles(const Problem &p, size_t threads, size_t budget) {
+FlashTiles flash_tiles(const Problem &p, size_t threads, size_t budget, size_t tiles_rows, size_t tiles_keys) {
+    // 64 query rows x 512 keys (a 128 KB score tile), or 128 x 1024 (512 KB) where half of a thread's L2
+    // holds it: fewer, bigger GEMM calls, and less CPU time on SD 1.5's largest self-attention with a 1 MB
+    // L2 (docs/benchmarks.md#attention).
+    static const bool big = cpu_l2_bytes_per_thread() >= (size_t(1) << 20);
     FlashTiles t;
-    t.rows = std::min<size_t>(p.s, 64);
-    t.keys = std::min<size_t>(p.t, 512);
+    t.rows = std::min<size_t>(p.s, tiles_rows ? tiles_rows : big ? 128 : 64);
+    t.keys = std::min<size_t>(p.t, tiles_keys ? tiles_keys : big ? 1024 : 512);
     if (budget == 0) return t;
     // Shrink keys, then rows, until every worker's score tile fits its share of the budget.
     size_t share = std::max<size_t>(budget / threads, 4);
@@ -491,13 +496,13 @@ void run_attention(RunContext &ctx) {
     switch (opt.attention) {
     case AttentionAlgo::Full: run_sliced(ctx, p, 1); return;
     case AttentionAlgo::Sliced: run_sliced(ctx, p, parts); return;
-    case AttentionAlgo::Flash: run_flash(ctx, p, flash_tiles(p, threads, budget)); return;
+    case AttentionAlgo::Flash: run_flash(ctx, p, flash_tiles(p, threads, budget, opt.flash_tile_rows, opt.flash_tile_keys)); return;
     case AttentionAlgo::Auto: break;
     }
     // Auto: on the SD 1.5 shapes (tests/attention/attention_bench.cpp: S = T = 4096 ... 64, cross-attention
     // T = 77; 1 and 2 threads) flash is as fast as or faster than the whole score matrix or slices, and
     // needs the least memory, so it is the choice whatever the budget (its tiles shrink to fit).
-    run_flash(ctx, p, flash_tiles(p, threads, budget));
+    run_flash(ctx, p, flash_tiles(p, threads, budget, opt.flash_tile_rows, opt.flash_tile_keys));
 }
 
 } // namespace

@@ -94,6 +94,7 @@ struct RunOptions {
     AttentionAlgo attention = AttentionAlgo::Auto;
     int attention_slices = 0;          // Sliced: number of Q parts (0: derived from attention_block_bytes)
     size_t attention_block_bytes = 0;  // budget for score blocks of one attention op (0: no limit)
+    size_t flash_tile_rows = 0, flash_tile_keys = 0; // Flash's tile before the budget (0: by the CPU's L2)
     // Conv/MatMul/Gemm weights bigger than this are streamed in output-channel chunks of at most this
     // many bytes (0: never chunk).
     size_t weight_chunk_bytes = 0;

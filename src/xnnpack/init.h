@@ -1,12 +1,17 @@
 // Kernel library start-up, callable from outside src/xnnpack without including <xnnpack.h>.
 #pragma once
 
+#include <cstddef>
+
 namespace onnxstream {
 // Initialise the kernel library once per process; throws Error if the CPU is unsupported.
 void init_kernels();
 // True when the CPU has native float16 arithmetic that XNNPACK's f16 kernels use (ARMv8.2 FP16 per cpuinfo).
 // x86 never counts: F16C only converts, and XNNPACK's f16 kernels there are several times slower than f32.
 bool cpu_has_fp16_arithmetic();
+// The level-2 cache bytes per logical processor of the first core (its L2 size over the processors that
+// share it), 0 when cpuinfo does not know: what a thread's working set can use without going to L3 or DRAM.
+size_t cpu_l2_bytes_per_thread();
 // The kernel library and API generation this build uses (onnxstream_kernel_library).
 const char *kernel_library_description();
 } // namespace onnxstream

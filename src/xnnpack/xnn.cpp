@@ -147,4 +147,12 @@ bool cpu_has_fp16_arithmetic() {
     if (!cpuinfo_initialize()) return false;
     return cpuinfo_has_arm_neon_fp16_arith();
 }
+
+size_t cpu_l2_bytes_per_thread() {
+    if (!cpuinfo_initialize()) return 0;
+    const struct cpuinfo_processor *p = cpuinfo_get_processor(0);
+    const struct cpuinfo_cache *l2 = p ? p->cache.l2 : nullptr;
+    if (!l2 || l2->size == 0) return 0;
+    return l2->size / (l2->processor_count ? l2->processor_count : 1);
+}
 } // namespace onnxstream

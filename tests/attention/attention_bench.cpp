@@ -27,6 +27,7 @@ struct Algo {
     AttentionAlgo algo;
     int slices;
     size_t block_bytes;
+    size_t tile_rows = 0, tile_keys = 0; // flash's tile (0: the engine's choice for this CPU)
 };
 
 std::string dims(std::initializer_list<int64_t> d) {
@@ -54,6 +55,8 @@ int main(int argc, char **argv) {
         {"sliced8", AttentionAlgo::Sliced, 8, 0},
         {"flash", AttentionAlgo::Flash, 0, 0},
         {"flash_256KB", AttentionAlgo::Flash, 0, 256 << 10},
+        {"flash_64x512", AttentionAlgo::Flash, 0, 0, 64, 512},
+        {"flash_128x1024", AttentionAlgo::Flash, 0, 0, 128, 1024},
         {"auto", AttentionAlgo::Auto, 0, 0},
     };
     std::mt19937 rng(1);
@@ -77,6 +80,8 @@ int main(int argc, char **argv) {
                 o.run.attention = a.algo;
                 o.run.attention_slices = a.slices;
                 o.run.attention_block_bytes = a.block_bytes;
+                o.run.flash_tile_rows = a.tile_rows;
+                o.run.flash_tile_keys = a.tile_keys;
                 Model m(o);
                 m.load_string(text, "", "bench");
                 m.push_input("q", DType::F32, qs, q.data(), q.size() * 4);
