@@ -261,7 +261,8 @@ void group_normalize_nhwc(const RunContext &ctx, const float *x, float *y, int64
     // are only cpg floats of each pixel, so walking one group at a time would read every cache line of the
     // tensor once per group), then the blocks' sums are added per group. Shifted sums (as mean_var), by the
     // group's first value, so a large mean does not cancel the variance away.
-    const int64_t block = std::max<int64_t>(1, 65536 / std::max<int64_t>(c, 1));
+    // About 256 KB of pixels per block, and at most 1024 of them: a channel's float sums add no more values.
+    const int64_t block = std::clamp<int64_t>(65536 / std::max<int64_t>(c, 1), 1, 1024);
     const int64_t blocks = (plane + block - 1) / block;
     std::vector<float> shift(static_cast<size_t>(n) * cs);
     for (int64_t sample = 0; sample < n; ++sample)
