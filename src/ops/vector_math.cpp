@@ -45,7 +45,7 @@ ONNXSTREAM_ROW_KERNEL float exp_sub_sum(float *s, size_t n, float m) {
     for (; i + kLanes <= n; i += kLanes) {
         V16 x = load16(s + i) - m;
         x = x > lo ? x : lo;
-        V16 e = exp_poly<V16, V16i>(x);
+        V16 e = exp_poly<V16, V16u>(x);
         store16(s + i, e);
         acc += e;
     }

@@ -36,7 +36,7 @@
 namespace onnxstream::vmath {
 
 typedef float V16 __attribute__((vector_size(64)));
-typedef int32_t V16i __attribute__((vector_size(64)));
+typedef uint32_t V16u __attribute__((vector_size(64)));
 constexpr size_t kLanes = 16;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -62,12 +62,13 @@ ONNXSTREAM_VINLINE float hsum(V16 v) {
     return s;
 }
 
-// exp(x) for x in [-87, 88] to ~1 ulp, for F = float (I = int32_t) or V16 (I = V16i): Cody-Waite range
-// reduction and a degree-6 polynomial, then 2^n built in the exponent bits. Callers clamp x.
-template <typename F, typename I> ONNXSTREAM_VINLINE F exp_poly(F x) {
+// exp(x) for x in [-87, 88] to ~1 ulp, for F = float (U = uint32_t) or V16 (U = V16u): Cody-Waite range
+// reduction and a degree-6 polynomial, then 2^n built in the exponent bits. Callers clamp x; a NaN gives
+// NaN (the exponent bits are then garbage, computed unsigned so that nothing overflows).
+template <typename F, typename U> ONNXSTREAM_VINLINE F exp_poly(F x) {
     F t = x * 1.44269504088896341f + 12582912.0f; // round(x / ln2) in t's low mantissa bits
     F n = t - 12582912.0f;
-    I ti;
+    U ti;
     std::memcpy(&ti, &t, sizeof ti);
     F r = x - n * 0.693359375f + n * 2.12194440e-4f;
     F p = r * 1.9875691500E-4f + 1.3981999507E-3f;
@@ -76,12 +77,12 @@ template <typename F, typename I> ONNXSTREAM_VINLINE F exp_poly(F x) {
     p = p * r + 1.6666665459E-1f;
     p = p * r + 5.0000001201E-1f;
     p = p * r * r + r + 1.0f;
-    I bits = (ti - 0x4B400000 + 127) * (1 << 23);
+    U bits = (ti - 0x4B400000u + 127u) << 23;
     F s;
     std::memcpy(&s, &bits, sizeof s);
     return p * s;
 }
-ONNXSTREAM_VINLINE float exp_clamped(float x) { return exp_poly<float, int32_t>(std::max(x, -87.0f)); }
+ONNXSTREAM_VINLINE float exp_clamped(float x) { return exp_poly<float, uint32_t>(std::max(x, -87.0f)); }
 
 // 1 + erf(x / sqrt(2)), the factor of the erf GELU: 0.5 * x * gelu_factor(x) = gelu(x). erfc(z) for
 // z = |x| / sqrt(2) comes from Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7), and the factor is
@@ -99,7 +100,7 @@ ONNXSTREAM_VINLINE V16 gelu_factor(V16 x) {
     V16 z = (x < 0.0f ? -x : x) * 0.70710678118654752f;
     V16 e = -(z * z);
     e = e > -87.0f ? e : splat(-87.0f);
-    V16 erfc = erfc_as(z) * exp_poly<V16, V16i>(e);
+    V16 erfc = erfc_as(z) * exp_poly<V16, V16u>(e);
     return x < 0.0f ? erfc : 2.0f - erfc;
 }
 ONNXSTREAM_VINLINE float gelu_factor(float x) {
