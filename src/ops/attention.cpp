@@ -13,8 +13,6 @@
 // float16 tensors are converted per batch-head to f32, computed in f32 and stored back as f16.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <limits>
 #include <memory>
 #include <vector>
 
