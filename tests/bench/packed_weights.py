@@ -33,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 DEBIAN13 = os.path.join(ROOT, "scripts", "debian13.sh")
 sys.path.insert(0, HERE)
-from sd15 import PRECISION, ensure_case  # noqa: E402
+from sd15 import ensure_case, ensure_converted  # noqa: E402
 from sd15_convert import debian13_tools, rel_l2, timed  # noqa: E402
 
 TITLES = {"yolov8n": "YOLOv8n", "text_encoder": "SD 1.5 text encoder", "unet": "SD 1.5 UNet",
@@ -124,13 +124,7 @@ def main():
                          first=ort["runs_s"][0], median=median_after_first(ort["runs_s"]), rss=rss))
         print(rows[-1], flush=True)
 
-        precision = "fp16" if model == "unet" else PRECISION[model]
-        folder = os.path.join(work, "converted", f"{model}_{precision}")
-        if not os.path.exists(os.path.join(folder, "model.txt")):
-            shutil.rmtree(folder, ignore_errors=True)
-            os.makedirs(os.path.dirname(folder), exist_ok=True)
-            timed([convert, os.path.join(case, "model.onnx"), folder] + (["--fp16"] if precision == "fp16" else []),
-                  os.path.join(logs, f"packed_convert_{model}.log"))
+        folder = ensure_converted(convert, work, case, model, logs)
         cache = os.path.join(work, "cache", f"{model}.oswc")
         os.makedirs(os.path.dirname(cache), exist_ok=True)
         for stale in [cache, cache + ".xnnpack"]:

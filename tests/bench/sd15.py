@@ -77,6 +77,18 @@ def ensure_case(args, node, work, model):
     return case
 
 
+def ensure_converted(convert, work, case, model, logs):
+    """The model's onnxstream folder, WORK/converted/MODEL_PRECISION, converted unless it is there already."""
+    precision = PRECISION[model]
+    folder = os.path.join(work, "converted", f"{model}_{precision}")
+    if not os.path.exists(os.path.join(folder, "model.txt")):
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(os.path.dirname(folder), exist_ok=True)
+        timed([convert, os.path.join(case, "model.onnx"), folder] + (["--fp16"] if precision == "fp16" else []),
+              os.path.join(logs, f"packed_convert_{model}.log"))
+    return folder
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", required=True)
