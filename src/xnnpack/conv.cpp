@@ -14,7 +14,7 @@ struct Conv2dOperator::Impl {
 Conv2dOperator::Conv2dOperator(const Conv2dShape &s, const float *kernel, const float *bias) {
     ensure_initialized();
     const float inf = std::numeric_limits<float>::infinity();
-    const size_t channels_in = s.groups * s.group_in;
+    const size_t channels_in = s.input_pixel_stride ? s.input_pixel_stride : s.groups * s.group_in;
     const size_t channels_out = s.output_pixel_stride ? s.output_pixel_stride : s.groups * s.group_out;
     xnn_operator_t raw = nullptr;
     check(create_operator(xnn_create_convolution2d_nhwc_f32, "xnn_create_convolution2d_nhwc_f32", &raw, s.pad_top, s.pad_right, s.pad_bottom,

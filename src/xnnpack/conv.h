@@ -21,6 +21,9 @@ struct Conv2dShape {
     // Distance between output pixels in floats (0: groups * group_out). A larger stride writes a slice of
     // the output channels, e.g. one output-channel chunk of a weight streamed in chunks.
     size_t output_pixel_stride = 0;
+    // Distance between input pixels in floats (0: groups * group_in). A larger stride reads a slice of
+    // the input channels.
+    size_t input_pixel_stride = 0;
 };
 
 // output[n, oh, ow, g*group_out + o] = bias + sum over (kh, kw, i) of
