@@ -118,8 +118,10 @@ int64_t RunContext::weight_chunk_rows(size_t i, bool float_bytes) const {
     const size_t budget = std::max<size_t>(options().weight_chunk_bytes, 1);
     int64_t chunk = std::clamp<int64_t>(static_cast<int64_t>(budget / std::max<size_t>(row_bytes, 1)), 1, rows);
     // Whole SIMD tiles: a chunk of a Conv's output channels is the N of XNNPACK's GEMM, whose kernels work
-    // in tiles of 8 or 16 columns, so 91 channels would cost as much as 96.
-    if (chunk < rows && chunk > 16) chunk -= chunk % 16;
+    // in tiles of 8, 16 or 32 columns (32: XNNPACK 2024's AVX-512 kernels), so 80 channels would cost as
+    // much as 96 (docs/benchmarks.md, "Conv kernels").
+    if (chunk < rows && chunk >= 32) chunk -= chunk % 32;
+    else if (chunk < rows && chunk > 16) chunk = 16;
     return chunk;
 }
 

@@ -1,12 +1,13 @@
 // One convolution, two kernel libraries: XNNPACK (the engine's kernels, through src/xnnpack/conv.h) and
 // oneDNN (Debian's libdnnl-dev, a candidate second backend), on the shapes where the engine's Conv is
-// furthest behind ONNX Runtime (tests/bench/ort_op_profile.py), plus XNNPACK split along the reduction into
-// blocks of SPLIT input channels (partial sums added), which keeps each operator's weights in cache.
+// furthest behind ONNX Runtime (tests/bench/ort_op_profile.py), plus XNNPACK split into operators of CHUNK
+// output channels (as the engine runs a streamed weight) and of SPLIT input channels (partial sums added);
+// 0 means all of them.
 // Float32, channels-last activations (the engine's layout), the weights prepared once and not timed
 // (packing, oneDNN's reorder to its blocked layout), THREADS threads each (XNNPACK: pthreadpool; oneDNN:
 // OpenMP). Prints the best of RUNS timings, GFLOP/s, and how far the outputs are from XNNPACK's.
 // Built only when libdnnl-dev is installed; a benchmark, not a test.
-// Usage: conv_backends [threads=2] [runs=5] [split=256] [SHAPE...], SHAPE = CxHxW:OxKHxKW[/STRIDE],
+// Usage: conv_backends [threads=2] [runs=5] [split=256] [chunk=0] [SHAPE...], SHAPE = CxHxW:OxKHxKW[/STRIDE],
 // e.g. 1280x8x8:1280x3x3
 #include <algorithm>
 #include <chrono>
@@ -75,9 +76,10 @@ dnnl::convolution_forward::primitive_desc onednn_conv(const dnnl::engine &eng, c
 int main(int argc, char **argv) {
     const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
     const int runs = argc > 2 ? std::atoi(argv[2]) : 5;
-    const long kc = argc > 3 ? std::atol(argv[3]) : 256;
+    const long split = argc > 3 ? std::atol(argv[3]) : 256;
+    const long chunk = argc > 4 ? std::atol(argv[4]) : 0;
     std::vector<Shape> shapes;
-    for (int i = 4; i < argc; ++i) {
+    for (int i = 5; i < argc; ++i) {
         Shape s{};
         if (!parse(argv[i], s)) {
             std::fprintf(stderr, "conv_backends: bad shape '%s' (CxHxW:OxKHxKW[/STRIDE])\n", argv[i]);
@@ -85,8 +87,8 @@ int main(int argc, char **argv) {
         }
         shapes.push_back(s);
     }
-    if (threads < 1 || runs < 1 || kc < 1) {
-        std::fprintf(stderr, "usage: conv_backends [threads=2] [runs=5] [split_channels=256] [CxHxW:OxKHxKW[/STRIDE]...]\n");
+    if (threads < 1 || runs < 1 || split < 0 || chunk < 0) {
+        std::fprintf(stderr, "usage: conv_backends [threads=2] [runs=5] [split=256] [chunk=0] [CxHxW:OxKHxKW[/STRIDE]...]\n");
         return 2;
     }
     if (shapes.empty()) // SD 1.5's UNet at 512x512 and YOLOv8n: the largest gaps to ONNX Runtime
@@ -99,8 +101,9 @@ int main(int argc, char **argv) {
     dnnl::stream stream(eng);
     std::printf("%d threads, best of %d runs, oneDNN %d.%d.%d\n\n", threads, runs, dnnl_version()->major,
                 dnnl_version()->minor, dnnl_version()->patch);
-    std::printf("ms per convolution and GFLOP/s; split: XNNPACK in blocks of %ld input channels; diff: the largest\n"
-                "difference from XNNPACK's output, relative to its largest value\n\n", kc);
+    std::printf("ms per convolution and GFLOP/s; split: XNNPACK in operators of %ld output x %ld input channels\n"
+                "(0: all); diff: the largest difference from XNNPACK's output, relative to its largest value\n\n",
+                chunk, split);
     std::printf("%-24s %13s %13s %13s %9s %9s\n", "input:weight/stride", "XNNPACK", "split", "oneDNN",
                 "diff spl", "diff oDNN");
     std::mt19937 rng(1);
@@ -135,28 +138,44 @@ int main(int argc, char **argv) {
         std::vector<float> y_xnn(out_n), y_dnnl(out_n);
         const double xnn_ms = best_ms(runs, [&] { xnn_op.run(1, xs.in_h, xs.in_w, x.data(), y_xnn.data(), pool); });
 
-        // XNNPACK again, split along the reduction: one operator per `kc` input channels, each reading its
-        // slice of the input pixels (input_pixel_stride), the partial sums added in float32.
-        std::vector<std::unique_ptr<onnxstream::xnn::Conv2dOperator>> parts;
-        for (long i0 = 0; i0 < s.c; i0 += kc) {
-            const long width = std::min(kc, s.c - i0);
-            std::vector<float> slice(static_cast<size_t>(s.o * s.kh * s.kw * width));
-            for (long q = 0; q < s.o * s.kh * s.kw; ++q)
-                std::copy(&ohwi[static_cast<size_t>(q * s.c + i0)], &ohwi[static_cast<size_t>(q * s.c + i0 + width)],
-                          &slice[static_cast<size_t>(q * width)]);
-            onnxstream::xnn::Conv2dShape part = xs;
-            part.group_in = static_cast<size_t>(width);
-            part.input_pixel_stride = static_cast<size_t>(s.c);
-            parts.push_back(std::make_unique<onnxstream::xnn::Conv2dOperator>(part, slice.data(),
-                                                                              i0 == 0 ? bias.data() : nullptr));
-        }
+        // XNNPACK again as the engine runs a streamed weight: one operator per `chunk` output channels
+        // (each writing its slice of every output pixel) and per `split` input channels (each reading its
+        // slice of the input pixels, input_pixel_stride), the partial sums added in float32.
+        const long oc = chunk ? chunk : s.o, ic = split ? split : s.c;
+        struct Part {
+            std::unique_ptr<onnxstream::xnn::Conv2dOperator> op;
+            long o0, rows, i0;
+        };
+        std::vector<Part> parts;
+        for (long o0 = 0; o0 < s.o; o0 += oc)
+            for (long i0 = 0; i0 < s.c; i0 += ic) {
+                const long rows = std::min(oc, s.o - o0), width = std::min(ic, s.c - i0), taps = s.kh * s.kw;
+                std::vector<float> block(static_cast<size_t>(rows * taps * width));
+                for (long q = 0; q < rows * taps; ++q) {
+                    const float *from = &ohwi[static_cast<size_t>((o0 * taps + q) * s.c + i0)];
+                    std::copy(from, from + width, &block[static_cast<size_t>(q * width)]);
+                }
+                onnxstream::xnn::Conv2dShape part = xs;
+                part.group_in = static_cast<size_t>(width);
+                part.group_out = static_cast<size_t>(rows);
+                part.input_pixel_stride = static_cast<size_t>(s.c);
+                part.output_pixel_stride = static_cast<size_t>(i0 == 0 ? s.o : rows);
+                parts.push_back({std::make_unique<onnxstream::xnn::Conv2dOperator>(
+                                     part, block.data(), i0 == 0 ? bias.data() + o0 : nullptr),
+                                 o0, rows, i0});
+            }
         std::vector<float> y_split(out_n), partial(out_n);
+        const size_t pixels = out_n / static_cast<size_t>(s.o);
         const double split_ms = best_ms(runs, [&] {
-            for (size_t p = 0; p < parts.size(); ++p) {
-                parts[p]->run(1, xs.in_h, xs.in_w, x.data() + p * static_cast<size_t>(kc),
-                              p ? partial.data() : y_split.data(), pool);
-                if (p)
-                    for (size_t i = 0; i < out_n; ++i) y_split[i] += partial[i];
+            for (const Part &p : parts) {
+                float *to = p.i0 ? partial.data() : y_split.data() + p.o0;
+                p.op->run(1, xs.in_h, xs.in_w, x.data() + p.i0, to, pool);
+                if (!p.i0) continue;
+                for (size_t i = 0; i < pixels; ++i) {
+                    float *y = &y_split[i * static_cast<size_t>(s.o) + static_cast<size_t>(p.o0)];
+                    const float *add = &partial[i * static_cast<size_t>(p.rows)];
+                    for (long j = 0; j < p.rows; ++j) y[j] += add[j];
+                }
             }
         });
 
