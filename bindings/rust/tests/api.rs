@@ -27,7 +27,7 @@ fn y(model: &Model) -> Vec<f32> {
 #[test]
 fn version_matches() {
     assert_eq!(onnxstream::version(), (0, 16, 0));
-    assert_eq!(onnxstream::version_string(), "0.16.0");
+    assert_eq!(onnxstream::version_string(), "0.17.0");
 }
 
 #[test]
