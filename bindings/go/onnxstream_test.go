@@ -14,7 +14,7 @@ import (
 )
 
 func TestVersion(t *testing.T) {
-	if major, minor, patch := Version(); major != 0 || minor != 16 || patch != 0 {
+	if major, minor, patch := Version(); major != 0 || minor != 17 || patch != 0 {
 		t.Fatalf("Version() = %d.%d.%d", major, minor, patch)
 	}
 	if VersionString() != "0.17.0" {

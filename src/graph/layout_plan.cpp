@@ -27,7 +27,7 @@ const FollowOp kFollowOps[] = {
     {"Ceil", 1, false, 0}, {"Round", 1, false, 0}, {"Identity", 1, false, 0}, {"Sigmoid", 1, false, 0},
     {"Relu", 1, false, 0}, {"LeakyRelu", 1, false, 0}, {"Elu", 1, false, 0}, {"Selu", 1, false, 0},
     {"Celu", 1, false, 0}, {"Gelu", 1, false, 0}, {"HardSigmoid", 1, false, 0},
-    {"HardSwish", 1, false, 0}, {"Softplus", 1, false, 0}, {"Softsign", 1, false, 0},
+    {"HardSwish", 1, false, 0}, {"Swish", 1, false, 0}, {"Softplus", 1, false, 0}, {"Softsign", 1, false, 0},
     {"Mish", 1, false, 0}, {"ThresholdedRelu", 1, false, 0}, {"Clip", 1, false, 0},
     // broadcasting
     {"Add", -1, false, 0}, {"Sub", -1, false, 0}, {"Mul", -1, false, 0}, {"Div", -1, false, 0},

@@ -152,6 +152,12 @@ void run_gelu(RunContext &ctx) {
     float_loop(ctx, [](const float *in, float *out, size_t n) { vmath::gelu_erf(in, out, n); });
 }
 
+// Swish (ONNX opset 24), also what the importer writes for x * Sigmoid(x) (SiLU): one pass instead of two.
+void run_swish(RunContext &ctx) {
+    const float alpha = ctx.attrs().get_float("alpha", 1.0f);
+    float_loop(ctx, [alpha](const float *in, float *out, size_t n) { vmath::swish(in, out, n, alpha); });
+}
+
 void run_hard_sigmoid(RunContext &ctx) {
     const float alpha = ctx.attrs().get_float("alpha", 0.2f);
     const float beta = ctx.attrs().get_float("beta", 0.5f);
@@ -320,6 +326,7 @@ void register_activation_ops(Registry &r) {
     r.add("Selu", infer_float_act, run_selu);
     r.add("Celu", infer_float_act, run_celu);
     r.add("Gelu", infer_gelu, run_gelu);
+    r.add("Swish", infer_float_act, run_swish).with_output_may_reuse_input(); // elementwise
     r.add("HardSigmoid", infer_float_act, run_hard_sigmoid);
     r.add("HardSwish", infer_float_act, run_hard_swish);
     r.add("Softplus", infer_float_act, run_softplus);

@@ -1,6 +1,6 @@
 // The row kernels of vector_math.h, with the load-time CPU clones: attention's softmax (the scale is already
-// in Q), and the erf GELU, where Gelu and GegluFeedForward spent more time in std::erf, one element at a
-// time, than in anything but their GEMMs.
+// in Q), the erf GELU, where Gelu and GegluFeedForward spent more time in std::erf, one element at a
+// time, than in anything but their GEMMs, and Swish (SiLU), one pass instead of Sigmoid then Mul.
 #include "ops/vector_math.h"
 
 namespace onnxstream::vmath {
@@ -70,6 +70,15 @@ ONNXSTREAM_ROW_KERNEL void geglu_erf(float *a, const float *g, size_t n) {
         store16(a + i, load16(a + i) * (0.5f * v * gelu_factor(v)));
     }
     for (; i < n; ++i) a[i] *= 0.5f * g[i] * gelu_factor(g[i]);
+}
+
+ONNXSTREAM_ROW_KERNEL void swish(const float *x, float *y, size_t n, float alpha) {
+    size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        V16 v = load16(x + i);
+        store16(y + i, v * swish_sigmoid(v, alpha));
+    }
+    for (; i < n; ++i) y[i] = x[i] * swish_sigmoid(x[i], alpha);
 }
 
 } // namespace onnxstream::vmath

@@ -1,5 +1,5 @@
-// Vectorised float math for the row kernels of attention's softmax and the GELU of Gelu and
-// GegluFeedForward. GCC does not vectorise float max/sum reductions, a clamp before exp or a call to
+// Vectorised float math for the row kernels of attention's softmax, the GELU of Gelu and
+// GegluFeedForward, and Swish. GCC does not vectorise float max/sum reductions, a clamp before exp or a call to
 // std::erf on its own (without -ffast-math, under the default -ftrapping-math), so the kernels use GCC
 // vector types: 16 floats, one AVX-512, two AVX or four SSE/NEON instructions per operation.
 //
@@ -109,6 +109,20 @@ ONNXSTREAM_VINLINE float gelu_factor(float x) {
     return x < 0.0f ? erfc : 2.0f - erfc;
 }
 
+// sigmoid(alpha * x) for Swish, 0 where exp(-alpha * x) overflows: so -inf gives -inf * 0 = NaN, as
+// Sigmoid then Mul does. A NaN stays NaN through the product with x.
+ONNXSTREAM_VINLINE V16 swish_sigmoid(V16 x, float alpha) {
+    V16 z = -alpha * x;
+    V16 clamped = z > -87.0f ? z : splat(-87.0f);
+    clamped = clamped < 88.0f ? clamped : splat(88.0f);
+    V16 s = 1.0f / (1.0f + exp_poly<V16, V16u>(clamped));
+    return z > 88.0f ? splat(0.0f) : s;
+}
+ONNXSTREAM_VINLINE float swish_sigmoid(float x, float alpha) {
+    float z = -alpha * x;
+    return z > 88.0f ? 0.0f : 1.0f / (1.0f + exp_clamped(z));
+}
+
 // Softmax rows (vector_math.cpp). The row maximum of s after adding the mask when there is one (mask_step
 // 1: a row of the mask; 0: one value broadcast); without a mask the row is only read.
 float mask_max(float *s, size_t n, const float *mask, size_t mask_step);
@@ -119,5 +133,7 @@ float exp_sub_sum(float *s, size_t n, float m);
 void gelu_erf(const float *x, float *y, size_t n);
 // a *= gelu(g): GEGLU's product of the value half and the GELU of the gate half.
 void geglu_erf(float *a, const float *g, size_t n);
+// Swish, y = x * sigmoid(alpha * x) (SiLU for alpha 1); y may be x.
+void swish(const float *x, float *y, size_t n, float alpha);
 
 } // namespace onnxstream::vmath

@@ -87,8 +87,9 @@ class GroupNorm4d(nn.Module):
 
 
 class GroupNormVae(nn.Module):
-    """The VAE attention's GroupNorm on a (B, C, H*W) tensor, then one with a group per channel and no affine
-    (its reshapes are no-ops: it stays an InstanceNormalization with the export's Mul(1)/Add(0) folded in)."""
+    """The VAE attention's GroupNorm on a (B, C, H*W) tensor, a SiLU (Swish), then one with a group per channel
+    and no affine (its reshapes are no-ops: it stays an InstanceNormalization with the export's Mul(1)/Add(0)
+    folded in)."""
 
     def __init__(self):
         super().__init__()
@@ -167,6 +168,24 @@ class GeluNotQuite(nn.Module):
 
     def forward(self, x):
         return x * (1.0 + torch.erf(x / math.sqrt(2.0)))
+
+
+class SiluForms(nn.Module):
+    """F.silu, x * sigmoid(x), sigmoid(x) * x (all x * Sigmoid(x) at opset 14), and a SiLU output read twice."""
+
+    def forward(self, x):
+        a = F.silu(x)
+        b = (x + 1.0) * torch.sigmoid(x + 1.0)
+        c = torch.sigmoid(x * 2.0) * (x * 2.0)
+        return a + b + c + a * 0.5
+
+
+class SiluNotQuite(nn.Module):
+    """x * sigmoid(y) for y != x, and a sigmoid that is also an output's operand elsewhere: not SiLU."""
+
+    def forward(self, x):
+        s = torch.sigmoid(x)
+        return x * torch.sigmoid(x + 1.0) + x * s + s
 
 
 class GegluFeedForward(nn.Module):
@@ -318,7 +337,7 @@ CASES = {
                           {"GroupNormalization": 1, "InstanceNormalization": 0, "Reshape": 0, "Mul": 0, "Add": 0}),
     "groupnorm_vae_opset13": (GroupNormVae, [("x", (1, 8, 12))], 13,
                               {"GroupNormalization": 1, "InstanceNormalization": 1, "Reshape": 0,
-                               "Mul": 1, "Add": 0}),
+                               "Mul": 0, "Add": 0, "Swish": 1}),
     "groupnorm_vae_view_opset14": (GroupNormVaeView, [("x", (1, 16, 4, 3))], 14,
                                    {"GroupNormalization": 1, "InstanceNormalization": 0, "Add": 0}),
     "layernorm_opset14": (LayerNormLast, [("x", (2, 5, 32))], 14,
@@ -330,6 +349,8 @@ CASES = {
     "gelu_opset14": (GeluForms, [("x", (2, 3, 40))], 14, {"Gelu": 3, "Erf": 0, "Tanh": 0, "Pow": 0, "Mul": 1}),
     "gelu_opset13": (GeluForms, [("x", (4, 50))], 13, {"Gelu": 3, "Erf": 0, "Tanh": 0}),
     "gelu_not_quite": (GeluNotQuite, [("x", (4, 50))], 14, {"Gelu": 0, "Erf": 1}),
+    "silu_opset14": (SiluForms, [("x", (2, 8, 5, 5))], 14, {"Swish": 3, "Sigmoid": 0}),
+    "silu_not_quite": (SiluNotQuite, [("x", (3, 40))], 14, {"Swish": 0, "Sigmoid": 2}),
     "geglu_ffn_opset14": (GegluFeedForward, [("x", (2, 24, 32))], 14,
                           {"GegluFeedForward": 1, "Gelu": 0, "Erf": 0, "Slice": 0, "MatMul": 0, "Mul": 0, "Add": 1}),
     "geglu_split_2d_opset13": (GegluSplit2d, [("x", (20, 24))], 13,

@@ -26,7 +26,7 @@ fn y(model: &Model) -> Vec<f32> {
 
 #[test]
 fn version_matches() {
-    assert_eq!(onnxstream::version(), (0, 16, 0));
+    assert_eq!(onnxstream::version(), (0, 17, 0));
     assert_eq!(onnxstream::version_string(), "0.17.0");
 }
 

@@ -30,6 +30,7 @@ SIMPLE = [
     ("Softsign", {}, 1, 10.0),
     ("ThresholdedRelu", {}, 10, 3.0),
     ("Mish", {}, 18, 6.0),
+    ("Swish", {}, 24, 8.0),
 ]
 
 
@@ -76,6 +77,13 @@ add("sigmoid_odd", "Sigmoid", [rand(1, 3, 17, 19, low=-6.0, high=6.0)])
 add("relu_opset6", "Relu", [rand(3, 4)], opset=6)
 add("relu_i32", "Relu", [randint(3, 4, low=-1000, high=1000, dtype="int32")], opset=14)
 add("relu_i8", "Relu", [randint(3, 4, low=-100, high=100, dtype="int8")], opset=14)
+
+# Swish (opset 24) with other alphas (the importer's SiLU fusion writes alpha 1).
+add("swish_alpha", "Swish", [rand(4, 5, low=-6.0, high=6.0)], attrs=dict(alpha=0.5), opset=24, out_shapes=[(4, 5)])
+add("swish_alpha_neg", "Swish", [rand(4, 5, low=-6.0, high=6.0)], attrs=dict(alpha=-1.5), opset=24,
+    out_shapes=[(4, 5)])
+add("swish_alpha_edges", "Swish", [const(EDGES, "float32")], attrs=dict(alpha=2.0), opset=24,
+    out_shapes=[EDGES.shape])
 
 # Gelu (opset 20): exact erf form and the tanh approximation.
 G = dict(opset=20, out_shapes=[(3, 4, 5)])
