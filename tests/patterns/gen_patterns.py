@@ -180,12 +180,21 @@ class SiluForms(nn.Module):
         return a + b + c + a * 0.5
 
 
+class QuickGeluForms(nn.Module):
+    """CLIP's QuickGELU, x * sigmoid(1.702 * x), in both operand orders: Swish with alpha 1.702."""
+
+    def forward(self, x):
+        y = x + 1.0
+        return x * torch.sigmoid(1.702 * x) + torch.sigmoid(y * 1.702) * y
+
+
 class SiluNotQuite(nn.Module):
-    """x * sigmoid(y) for y != x, and a sigmoid that is also an output's operand elsewhere: not SiLU."""
+    """x * sigmoid(y) for y != x, a sigmoid that is also an operand elsewhere, and x * sigmoid(x * y) for a
+    computed y: not Swish."""
 
     def forward(self, x):
         s = torch.sigmoid(x)
-        return x * torch.sigmoid(x + 1.0) + x * s + s
+        return x * torch.sigmoid(x + 1.0) + x * s + s + x * torch.sigmoid(x * x.mean())
 
 
 class GegluFeedForward(nn.Module):
@@ -350,7 +359,8 @@ CASES = {
     "gelu_opset13": (GeluForms, [("x", (4, 50))], 13, {"Gelu": 3, "Erf": 0, "Tanh": 0}),
     "gelu_not_quite": (GeluNotQuite, [("x", (4, 50))], 14, {"Gelu": 0, "Erf": 1}),
     "silu_opset14": (SiluForms, [("x", (2, 8, 5, 5))], 14, {"Swish": 3, "Sigmoid": 0}),
-    "silu_not_quite": (SiluNotQuite, [("x", (3, 40))], 14, {"Swish": 0, "Sigmoid": 2}),
+    "quick_gelu_opset14": (QuickGeluForms, [("x", (2, 7, 24))], 14, {"Swish": 2, "Sigmoid": 0, "Mul": 0, "Add": 2}),
+    "silu_not_quite": (SiluNotQuite, [("x", (3, 40))], 14, {"Swish": 0, "Sigmoid": 3}),
     "geglu_ffn_opset14": (GegluFeedForward, [("x", (2, 24, 32))], 14,
                           {"GegluFeedForward": 1, "Gelu": 0, "Erf": 0, "Slice": 0, "MatMul": 0, "Mul": 0, "Add": 1}),
     "geglu_split_2d_opset13": (GegluSplit2d, [("x", (20, 24))], 13,

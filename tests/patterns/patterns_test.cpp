@@ -86,6 +86,7 @@ TEST_F(Patterns, GegluFeedForward) { check("geglu_ffn_opset14"); }
 TEST_F(Patterns, GegluSplitGemmTanh) { check("geglu_split_2d_opset13"); }
 TEST_F(Patterns, GegluGatingTheFirstHalfIsLeftAlone) { check("geglu_first_half_gated"); }
 TEST_F(Patterns, SiluFormsBecomeSwish) { check("silu_opset14"); }
+TEST_F(Patterns, QuickGeluBecomesSwishWithAlpha) { check("quick_gelu_opset14"); }
 TEST_F(Patterns, SigmoidOfAnotherValueIsNotSiLU) { check("silu_not_quite"); }
 
 // The fused feed-forward in hidden-column blocks with both weights streamed in row chunks (a 1 KiB budget:

@@ -54,7 +54,8 @@ bool fuse_layernorm(IrGraph &g);
 // gelu.cpp: x * 0.5 * (1 + Erf(x / sqrt 2)) and the tanh approximation become Gelu.
 bool fuse_gelu(IrGraph &g);
 
-// swish.cpp: x * Sigmoid(x) (SiLU, in either operand order) becomes Swish (ONNX opset 24, alpha 1).
+// swish.cpp: x * Sigmoid(x) (SiLU) and x * Sigmoid(alpha * x) (CLIP's QuickGELU, alpha a constant), in either
+// operand order, become Swish (ONNX opset 24).
 bool fuse_swish(IrGraph &g);
 
 // attention.cpp: MatMul(Q, K^T) [-> Mul/Div scalar] [-> Add mask] -> Softmax(last axis) -> MatMul(., V)
