@@ -145,9 +145,12 @@ def main():
         ort_trace = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])["profile"]
 
         folder = ensure_converted(convert, work, case, model, logs)
-        # The packed-weights cache: a first process builds it (not timed here), the profiled one maps it.
+        # The packed-weights cache: a first process builds it afresh (not timed here), the profiled one maps it.
         cache = os.path.join(work, "cache", f"{model}.oswc")
         os.makedirs(os.path.dirname(cache), exist_ok=True)
+        for stale in [cache, cache + ".xnnpack"]:
+            if os.path.exists(stale):
+                os.remove(stale)
         outputs = os.path.join(work, "outputs", f"profile_{model}")
         shutil.rmtree(outputs, ignore_errors=True)
         os.makedirs(outputs)
