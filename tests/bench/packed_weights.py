@@ -13,10 +13,13 @@ PATH.xnnpack: the first process writes them, later processes and runs map them i
     counted once) and of their RSS, sampled every 0.1 s.
 Figures: process start (load and weights cache) and first-run time, the median of the later runs (--runs in
 one process), x ONNX Runtime, peak RSS (/usr/bin/time -v), packed weights mapped and stored per run, rel L2
-against ONNX Runtime's output.
+against ONNX Runtime's output. With --rounds N, N more pairs of processes follow, ONNX Runtime then
+onnxstream's next `--cache` `balanced` process, and the script prints each pair's ratio and their median:
+on a shared machine the load drifts within a minute, and alternating spreads that drift over both engines.
 
 usage: tests/bench/packed_weights.py [--build build] [--build13 build-debian13] [--work /tmp/onnxstream-sd15]
                                      [--models yolov8n,text_encoder,unet,vae_decoder] [--runs 4] [--threads 2]
+                                     [--rounds N]
 """
 
 import argparse
@@ -104,11 +107,21 @@ def main():
     ap.add_argument("--runs", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--size", choices=["full", "small"], default="full")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="then N more rounds of ONNX Runtime and the next --cache balanced process, alternating, "
+                         "for a ratio that drifts of a shared machine between them affect less")
     args = ap.parse_args()
 
     import numpy as np
     convert, run, node, work, logs = debian13_tools(args, "packed_weights.py")
     rows = []
+    rounds = {}
+
+    def ort_median(case, tag):
+        out, _, rss = timed([node, os.path.join(HERE, "ort_case_run.js"), case, str(args.threads), str(args.runs)],
+                            os.path.join(logs, f"packed_ort_{tag}.log"))
+        ort = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
+        return ort, rss
 
     for model in [m for m in args.models.split(",") if m]:
         if model not in TITLES:
@@ -117,9 +130,7 @@ def main():
         case = ensure_case(args, node, work, model)
         meta = json.load(open(os.path.join(case, "case.json")))
         want = np.load(os.path.join(case, "expected_0.npy")).reshape(-1)
-        out, _, rss = timed([node, os.path.join(HERE, "ort_case_run.js"), case, str(args.threads), str(args.runs)],
-                            os.path.join(logs, f"packed_ort_{model}.log"))
-        ort = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
+        ort, rss = ort_median(case, model)
         rows.append(dict(model=title, engine="ONNX Runtime 1.30 (fp32)", start=ort["load_s"],
                          first=ort["runs_s"][0], median=median_after_first(ort["runs_s"]), rss=rss))
         print(rows[-1], flush=True)
@@ -172,6 +183,15 @@ def main():
             row(f"--cache, two processes at once ({k})", "balanced", stats, rss, wall, outputs,
                 dict(pair_pss=pss, pair_rss=both_rss))
 
+        for k in range(args.rounds):
+            ort, _ = ort_median(case, f"{model}_round{k}")
+            cmd, _ = command(f"round{k}", "balanced", True)
+            log = os.path.join(logs, f"packed_{model}_round{k}.log")
+            stats, _, _ = finish(in_debian13(cmd, work, log), cmd, log)
+            rounds.setdefault(title, []).append(median_after_first(stats["runs_s"]) /
+                                                median_after_first(ort["runs_s"]))
+            print(f"{title}: round {k + 1}: {rounds[title][-1]:.3f} x ORT", flush=True)
+
     print(f"\n{args.threads} threads, {args.runs} runs per process; time per run = median of the runs after the first\n")
     print("| model | engine | mode | start s | first run s | s per run | x ORT | peak RSS MB | packed mapped / stored "
           "| rel L2 vs ORT |")
@@ -184,6 +204,9 @@ def main():
         err = "-" if "err" not in r else f"{r['err']:.2g}"
         print(f"| {r['model']} | {r['engine']} | {r.get('mode', '-')} | {r['start']:.2f} | {r['first']:.3f} "
               f"| {r['median']:.3f} | {r['median'] / ort_time[r['model']]:.2f} | {r['rss']:.0f} | {packed} | {err} |")
+    for title, ratios in rounds.items():
+        print(f"{title}: {len(ratios)} alternating rounds of ONNX Runtime and `--cache` balanced: "
+              f"{' '.join(f'{x:.3f}' for x in ratios)} x ORT, median {sorted(ratios)[len(ratios) // 2]:.3f}")
     for r in rows:
         if r["engine"].endswith("(1)"):
             print(f"{r['model']}: two processes at once on one cache: {r['pair_pss']:.0f} MB Pss together "
