@@ -27,7 +27,7 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
 sys.path.insert(0, HERE)
 from sd15 import ensure_case  # noqa: E402
-from sd15_convert import rel_l2, timed  # noqa: E402
+from sd15_convert import last_json, rel_l2, timed  # noqa: E402
 
 DEBIAN13 = os.path.join(ROOT, "scripts", "debian13.sh")
 
@@ -46,7 +46,7 @@ def run_json(cmd, log, in_debian13, work):
         rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", out).group(1)) / 1024
     else:
         out, _, rss = timed(cmd, log)
-    stats = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
+    stats = last_json(out)
     return stats, rss
 
 
@@ -79,7 +79,7 @@ def main():
     want = np.fromfile(os.path.join(data, "expected_output0_1x84x8400_f32.bin"), dtype=np.float32)
     out, _, rss = timed([node, os.path.join(HERE, "ort_run.js"), os.path.join(data, "yolov8n.onnx"), str(args.threads),
                          str(args.runs + 1), f"images={image}:1,3,640,640"], os.path.join(logs, "ort_yolov8n.log"))
-    ort = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
+    ort = last_json(out)
     rows.append(("YOLOv8n", "fp32", "ONNX Runtime", "-", ort["runs_s"][-1], rss, None))
     for name, build, in13 in builds:
         outputs = os.path.join(work, "outputs", f"yolov8n_{name.replace(' ', '')}")
@@ -100,7 +100,7 @@ def main():
         want = np.load(os.path.join(case, "expected_0.npy"))
         out, _, rss = timed([node, os.path.join(HERE, "ort_case_run.js"), case, str(args.threads), str(args.runs)],
                             os.path.join(logs, "ort_unet.log"))
-        ort = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
+        ort = last_json(out)
         rows.append(("SD 1.5 UNet", "fp16", "ONNX Runtime (fp32)", "-", ort["runs_s"][-1], rss, None))
         converted = os.path.join(work, "converted", "unet_fp16_d12vs13")
         if not os.path.exists(os.path.join(converted, "model.txt")):

@@ -31,7 +31,7 @@ SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
 sys.path.insert(0, HERE)
 from debian12_vs_13 import run_json  # noqa: E402
 from sd15 import ensure_case  # noqa: E402
-from sd15_convert import debian13_tools, rel_l2, timed  # noqa: E402
+from sd15_convert import debian13_tools, last_json, rel_l2, timed  # noqa: E402
 
 # (label, converter options, onnxstream-run options)
 VARIANTS = [
@@ -39,10 +39,6 @@ VARIANTS = [
     ("int8 (int8 arithmetic)", ["--quantize", "w8"], []),
     ("int8, dequantized (W8A32)", ["--quantize", "w8"], ["--dequantize-weights"]),
 ]
-
-
-def last_json(text):
-    return json.loads([line for line in text.splitlines() if line.startswith("{")][-1])
 
 
 def main():

@@ -21,15 +21,14 @@ import collections
 import json
 import os
 import re
-import shutil
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
-from packed_weights import finish, in_debian13  # noqa: E402
+from packed_weights import finish, fresh_cache, in_debian13, run_command  # noqa: E402
 from sd15 import ensure_case, ensure_converted  # noqa: E402
-from sd15_convert import debian13_tools, timed  # noqa: E402
+from sd15_convert import debian13_tools, last_json, timed  # noqa: E402
 
 # ONNX Runtime's names for what is a Conv in the ONNX graph (after its NCHWc and activation fusions).
 ORT_CONV = {"Conv", "FusedConv", "NchwcConv"}
@@ -142,23 +141,14 @@ def main():
                 os.remove(os.path.join(profiles, old))
         out, _, _ = timed([node, os.path.join(HERE, "ort_case_run.js"), case, str(args.threads), str(args.runs),
                            os.path.join(profiles, f"ort_{model}")], os.path.join(logs, f"ort_profile_{model}.log"))
-        ort_trace = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])["profile"]
+        ort_trace = last_json(out)["profile"]
 
         folder = ensure_converted(convert, work, case, model, logs)
         # The packed-weights cache: a first process builds it afresh (not timed here), the profiled one maps it.
-        cache = os.path.join(work, "cache", f"{model}.oswc")
-        os.makedirs(os.path.dirname(cache), exist_ok=True)
-        for stale in [cache, cache + ".xnnpack"]:
-            if os.path.exists(stale):
-                os.remove(stale)
-        outputs = os.path.join(work, "outputs", f"profile_{model}")
-        shutil.rmtree(outputs, ignore_errors=True)
-        os.makedirs(outputs)
+        cache = fresh_cache(work, model)
         ours_trace = os.path.join(profiles, f"onnxstream_{model}.json")
-        cmd = [run, folder, "--output-dir", outputs, "--memory-mode", args.mode, "--threads", str(args.threads),
-               "--cache", cache, "--json"]
-        for i in meta["inputs"]:
-            cmd += ["--input", f"{i['name']}={os.path.join(case, i['file'])}"]
+        cmd = run_command(run, folder, case, meta, os.path.join(work, "outputs", f"profile_{model}"), args.mode,
+                          args.threads, cache)
         log = os.path.join(logs, f"profile_{model}_cache.log")
         finish(in_debian13(cmd + ["--runs", "1"], work, log), cmd, log)
         log = os.path.join(logs, f"profile_{model}.log")

@@ -37,7 +37,7 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 DEBIAN13 = os.path.join(ROOT, "scripts", "debian13.sh")
 sys.path.insert(0, HERE)
 from sd15 import ensure_case, ensure_converted  # noqa: E402
-from sd15_convert import debian13_tools, rel_l2, timed  # noqa: E402
+from sd15_convert import debian13_tools, last_json, rel_l2, timed  # noqa: E402
 
 TITLES = {"yolov8n": "YOLOv8n", "text_encoder": "SD 1.5 text encoder", "unet": "SD 1.5 UNet",
           "vae_decoder": "SD 1.5 VAE decoder"}
@@ -65,7 +65,28 @@ def finish(p, cmd, log):
     rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", out).group(1)) / 1024
     wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)", out)
     secs = int(wall.group(1) or 0) * 3600 + int(wall.group(2)) * 60 + float(wall.group(3)) if wall else t
-    return json.loads([line for line in out.splitlines() if line.startswith("{")][-1]), rss, secs
+    return last_json(out), rss, secs
+
+
+def fresh_cache(work, model):
+    """WORK/cache/MODEL.oswc, with neither it nor its packed weights left from an earlier run."""
+    cache = os.path.join(work, "cache", f"{model}.oswc")
+    os.makedirs(os.path.dirname(cache), exist_ok=True)
+    for stale in [cache, cache + ".xnnpack"]:
+        if os.path.exists(stale):
+            os.remove(stale)
+    return cache
+
+
+def run_command(run, folder, case, meta, outputs, mode, threads, cache=None):
+    """onnxstream-run on a converted folder with the case's inputs and --json, its outputs to a new OUTPUTS."""
+    shutil.rmtree(outputs, ignore_errors=True)
+    os.makedirs(outputs)
+    cmd = [run, folder, "--output-dir", outputs, "--memory-mode", mode, "--threads", str(threads), "--json"]
+    cmd += ["--cache", cache] if cache else []
+    for i in meta["inputs"]:
+        cmd += ["--input", f"{i['name']}={os.path.join(case, i['file'])}"]
+    return cmd
 
 
 class MemorySampler:
@@ -120,8 +141,7 @@ def main():
     def ort_median(case, tag):
         out, _, rss = timed([node, os.path.join(HERE, "ort_case_run.js"), case, str(args.threads), str(args.runs)],
                             os.path.join(logs, f"packed_ort_{tag}.log"))
-        ort = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
-        return ort, rss
+        return last_json(out), rss
 
     for model in [m for m in args.models.split(",") if m]:
         if model not in TITLES:
@@ -136,21 +156,12 @@ def main():
         print(rows[-1], flush=True)
 
         folder = ensure_converted(convert, work, case, model, logs)
-        cache = os.path.join(work, "cache", f"{model}.oswc")
-        os.makedirs(os.path.dirname(cache), exist_ok=True)
-        for stale in [cache, cache + ".xnnpack"]:
-            if os.path.exists(stale):
-                os.remove(stale)
+        cache = fresh_cache(work, model)
 
         def command(tag, mode, with_cache):
             outputs = os.path.join(work, "outputs", f"packed_{model}_{tag}")
-            shutil.rmtree(outputs, ignore_errors=True)
-            os.makedirs(outputs)
-            cmd = [run, folder, "--output-dir", outputs, "--memory-mode", mode, "--threads", str(args.threads),
-                   "--runs", str(args.runs), "--json"] + (["--cache", cache] if with_cache else [])
-            for i in meta["inputs"]:
-                cmd += ["--input", f"{i['name']}={os.path.join(case, i['file'])}"]
-            return cmd, outputs
+            cmd = run_command(run, folder, case, meta, outputs, mode, args.threads, cache if with_cache else None)
+            return cmd + ["--runs", str(args.runs)], outputs
 
         def row(label, mode, stats, rss, wall, outputs, extra=None):
             got = [f for f in sorted(os.listdir(outputs)) if f.endswith(".npy")]

@@ -26,12 +26,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from sd15_convert import GEN, ORT_REFERENCE, rel_l2, timed  # noqa: E402
+from sd15_convert import GEN, ORT_REFERENCE, last_json, rel_l2, timed  # noqa: E402
 
 ORT_CASE_RUN = os.path.join(HERE, "ort_case_run.js")
 PRECISION = {"yolov8n": "fp32", "text_encoder": "fp32", "unet": "fp16", "vae_decoder": "fp32"}
@@ -158,7 +157,7 @@ def main():
             for inp in meta["inputs"]:
                 cmd += ["--input", f"{inp['name']}={os.path.join(case, inp['file'])}"]
             out, secs, rss = timed(cmd, os.path.join(logs, f"run_{model}_{mode}.log"))
-            stats = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
+            stats = last_json(out)
             got = [f for f in os.listdir(outputs) if f.endswith(".npy")]
             err, max_abs = rel_l2(np.load(os.path.join(outputs, got[0])), want)
             e = r[mode] = {"run_s": median_after_warmup(stats["runs_s"]), "runs_s": stats["runs_s"], "peak_rss_mb": rss,

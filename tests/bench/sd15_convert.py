@@ -43,6 +43,11 @@ def timed(cmd, log):
     return p.stdout, secs, int(rss.group(1)) / 1024 if rss else float("nan")
 
 
+def last_json(text):
+    """The last JSON line of a tool's output (onnxstream-run --json, the ONNX Runtime runners)."""
+    return json.loads([line for line in text.splitlines() if line.startswith("{")][-1])
+
+
 def debian13_tools(args, script):
     """The converter of --build and the onnxstream-run of --build13 (exiting when either is missing), node,
     and the --work folder with its logs/ subfolder made: what the Debian 13 benchmarks share."""
