@@ -13,8 +13,8 @@ namespace {
 
 using match::Matcher;
 
-// `value` = x * alpha (either order) with alpha a one-element constant read only here: the scaling node,
-// with x and alpha filled in.
+// `value` = x * alpha (either order), alpha a one-element constant and `value` read only by the Sigmoid:
+// the scaling node, with x and alpha filled in.
 Node *scaled_by_constant(Matcher &m, const std::string &value, std::string &x, double &alpha) {
     Node *mul = m.producer(value, "Mul");
     if (!mul || !m.single_use(value) || mul->inputs.size() != 2) return nullptr;
