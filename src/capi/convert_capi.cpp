@@ -91,13 +91,14 @@ onnxstream_status_t onnxstream_convert_onnx(const char *onnx_path, const char *o
         }
         importer::ConvertOptions c;
         c.fp16 = o.fp16 != 0;
-        if (o.quantize != 0 && o.quantize != 1 && o.quantize != 2)
+        if (o.quantize < 0 || o.quantize > 3)
             fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "onnxstream_convert_onnx: options->quantize is ", o.quantize,
-                 " (expected 0 for none, 1 for w8 or 2 for w8a8)");
+                 " (expected 0 for none, 1 for w8, 2 for w8a8 or 3 for w4)");
         if ((o.quantize == 2) != (o.calibration_inputs != nullptr))
             fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "onnxstream_convert_onnx: options->calibration_inputs ",
                  o.quantize == 2 ? "is required with quantize = 2 (w8a8)" : "is only used with quantize = 2 (w8a8)");
         c.quantize_w8 = o.quantize == 1;
+        c.quantize_w4 = o.quantize == 3;
         if (o.weights_format != ONNXSTREAM_WEIGHTS_FILES && o.weights_format != ONNXSTREAM_WEIGHTS_SAFETENSORS)
             fail(ONNXSTREAM_ERR_INVALID_ARGUMENT, "onnxstream_convert_onnx: options->weights_format is ",
                  o.weights_format, " (expected 0 for files or 1 for safetensors)");

@@ -15,6 +15,7 @@
 #include "util/strings.h"
 #include "weights/weight_cache.h"
 #include "weights/weight_files.h"
+#include "xnnpack/dynamic_quant.h"
 #include "xnnpack/init.h"
 
 namespace onnxstream {
@@ -98,6 +99,20 @@ void declare_outputs(Graph &graph, const std::string &path) {
 }
 } // namespace
 
+namespace {
+// int4 weights compute only through XNNPACK's qd8_f32_qb4w kernels (2024 API): a build without them refuses
+// such a model when it loads rather than when the first op runs.
+void refuse_int4_without_kernels(const Graph &graph) {
+    if (xnn::has_dynamic_quant_kernels()) return;
+    for (const Node &node : graph.nodes())
+        for (const NodeInput &in : node.inputs)
+            if (in.kind == NodeInput::Weight && in.weight.quant.blockwise())
+                fail(ONNXSTREAM_ERR_UNSUPPORTED, node.where, ": int4 weight '", in.weight.file,
+                     "' needs XNNPACK's qd8_f32_qb4w fully connected kernels (2024 API, Debian 13); this build "
+                     "uses the ", kernel_library_description());
+}
+} // namespace
+
 void Model::load_string(const std::string &text, const std::string &weights_dir, const std::string &source) {
     load(text, weights_dir, source, "");
 }
@@ -108,6 +123,7 @@ void Model::load(const std::string &text, const std::string &weights_dir, const 
     auto graph = std::make_unique<Graph>(parse_model_txt(text, source), source);
     if (!outputs_file.empty()) declare_outputs(*graph, outputs_file);
     load_quant_scales(*graph, weights_dir); // per-channel int8 weights' scale files (small; read once)
+    refuse_int4_without_kernels(*graph);
     if (!custom_provider_) {
         for (const Node &node : graph->nodes())
             for (const NodeInput &in : node.inputs) {

@@ -71,7 +71,7 @@ void Profiler::prepare(const Graph &graph, const Plan &plan) {
                 const TensorInfo info{ni.weight.dtype, ni.weight.shape, {}};
                 text = info_text(info, "w:");
                 f.weight_bytes += info_bytes(info);
-                shape = info.shape;
+                shape = ni.weight.info().shape; // an int4 weight's FLOPs follow its declared shape
                 if (file_index_.emplace(ni.weight.file, static_cast<int>(files_.size())).second)
                     files_.push_back(ni.weight.file);
             }

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "ops/registry.h"
+#include "tensor/int4_blocks.h"
 #include "util/error.h"
 #include "util/paths.h"
 #include "util/strings.h"
@@ -89,6 +90,18 @@ Graph::Graph(ModelText text, const std::string &source) : text_(std::move(text))
                 in.weight.dtype = ref.dtype;
                 in.weight.shape = ref.shape;
                 in.weight.quant = ref.quant;
+                if (ref.quant.blockwise()) {
+                    // Only the fully connected kernels read int4 blocks: B of a MatMul or a Gemm.
+                    if (k != 1 || (op.type != "MatMul" && op.type != "Gemm"))
+                        fail(ONNXSTREAM_ERR_UNSUPPORTED, source_, ":", op.line, ":", ref.column, ": int4 weight '",
+                             ref.name, "' is input ", k, " of ", op.type,
+                             "; int4 weights can only be input 1 (B) of MatMul or Gemm");
+                    int4::RowLayout layout;
+                    int4::layout_of(ref.shape, ref.quant.axis, ref.quant.block, layout); // checked by the parser
+                    in.weight.dtype = DType::U8;
+                    in.weight.shape = {layout.n, layout.row_bytes()};
+                    in.weight.quant.logical_shape = ref.shape;
+                }
                 if (node.def && node.def->ohwi_weight_input == static_cast<int>(k) && ref.shape.size() == 4)
                     in.weight.wanted = Layout::OHWI;
             } else {

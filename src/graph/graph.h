@@ -21,6 +21,11 @@ struct WeightSpec {
     // OHWI: the op prepares this kernel itself (RunContext::kernel_weight), so providers serve it in the
     // layout they hold, OnnxStream's "_nhwc.bin" twin when there is one. Plain: providers serve Plain.
     Layout wanted = Layout::Plain;
+    // What shape inference sees: the declared dtype and shape. A blockwise int4 weight is held as its stored
+    // uint8 rows (dtype and shape above, tensor/int4_blocks.h) but declared int4 [K, N] or [N, K].
+    TensorInfo info() const {
+        return quant.blockwise() ? TensorInfo{DType::I4, quant.logical_shape, quant} : TensorInfo{dtype, shape, quant};
+    }
     // Throws when the weight cannot be held by this process (a model.txt shape is untrusted).
     size_t byte_size() const { return checked::size_bytes(shape, dtype_size(dtype), "weight " + file); }
 };

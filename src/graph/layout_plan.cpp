@@ -86,7 +86,7 @@ FollowNode analyse_follow(const Node &node, const FollowOp &op, const Plan &plan
         const NodeInput &in = node.inputs[i];
         std::optional<TensorInfo> info;
         if (in.kind == NodeInput::Value) info = plan.values[static_cast<size_t>(in.value)];
-        else if (in.kind == NodeInput::Weight) info = TensorInfo{in.weight.dtype, in.weight.shape, in.weight.quant};
+        else if (in.kind == NodeInput::Weight) info = in.weight.info();
         else continue;
         if (!info) return f;
         if (in.kind == NodeInput::Value && is_candidate(info)) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tensor/int4_blocks.h"
 #include "util/error.h"
 #include "util/strings.h"
 
@@ -90,7 +91,20 @@ public:
             ref.quant_text = std::string(type.substr(bracket + 1, type.size() - bracket - 2));
             auto qp = split(ref.quant_text, ',');
             const int qcol = inner_col + static_cast<int>(bracket) + 1;
-            if (!ref.quant_text.empty() && ref.quant_text[0] == '@') {
+            if (type.substr(0, bracket) == "int4") {
+                // Blockwise: "block,axis", both canonical integers so that the text round-trips.
+                auto canonical = [](std::string_view v) {
+                    return !v.empty() && v.size() <= 8 && v.find_first_not_of("0123456789") == std::string_view::npos &&
+                           (v.size() == 1 || v[0] != '0');
+                };
+                int64_t block = 0, axis = 0;
+                if (qp.size() != 2 || !canonical(qp[0]) || !canonical(qp[1]) || !parse_int64(qp[0], block) ||
+                    !parse_int64(qp[1], axis))
+                    error(qcol, cat("bad int4 block parameters '[", ref.quant_text, "]' (expected [block,axis])"));
+                ref.quant.present = true;
+                ref.quant.block = block;
+                ref.quant.axis = static_cast<int>(axis);
+            } else if (!ref.quant_text.empty() && ref.quant_text[0] == '@') {
                 // Per-channel: "@scales.bin,axis"; the axis is written canonically so it round-trips.
                 if (qp.size() != 2 || qp[0].size() < 2)
                     error(qcol, cat("bad per-channel quantization parameters '[", ref.quant_text,
@@ -123,7 +137,7 @@ public:
         if (!parse_dtype(type, ref.dtype)) error(inner_col, cat("unknown dtype '", type, "'"));
         if (ref.quant.per_channel() && ref.dtype != DType::I8)
             error(inner_col, cat("per-channel quantization needs an int8 weight (symmetric), not ", type));
-        if (ref.quant.present && ref.dtype != DType::U8 && ref.dtype != DType::I8)
+        if (ref.quant.present && ref.dtype != DType::U8 && ref.dtype != DType::I8 && !ref.quant.blockwise())
             error(inner_col, cat("quantization parameters on a ", type, " weight"));
         if (ref.quant.present && ref.dtype == DType::U8 && (ref.quant.zero_point < 0 || ref.quant.zero_point > 255))
             error(inner_col, cat("uint8 zero point ", ref.quant.zero_point, " is outside 0..255"));
@@ -131,6 +145,11 @@ public:
             (ref.quant.zero_point < -128 || ref.quant.zero_point > 127))
             error(inner_col, cat("int8 zero point ", ref.quant.zero_point, " is outside -128..127"));
         ref.shape = parse_dims(inner.substr(colon + 1), inner_col + static_cast<int>(colon) + 1);
+        if (ref.quant.blockwise()) {
+            int4::RowLayout layout;
+            const std::string why = int4::layout_of(ref.shape, ref.quant.axis, ref.quant.block, layout);
+            if (!why.empty()) error(inner_col, why);
+        }
         if (ref.quant.per_channel() && static_cast<size_t>(ref.quant.axis) >= ref.shape.size())
             error(inner_col, cat("quantization axis ", ref.quant.axis, " is out of range for a weight of shape ",
                                  shape_str(ref.shape)));

@@ -38,7 +38,7 @@ Plan make_plan(const Graph &graph, const std::vector<TensorInfo> &input_infos, c
         std::vector<std::optional<TensorInfo>> in_infos;
         for (const NodeInput &in : node.inputs) {
             if (in.kind == NodeInput::Value) in_infos.push_back(plan.values[static_cast<size_t>(in.value)]);
-            else if (in.kind == NodeInput::Weight) in_infos.push_back(TensorInfo{in.weight.dtype, in.weight.shape, in.weight.quant});
+            else if (in.kind == NodeInput::Weight) in_infos.push_back(in.weight.info());
             else in_infos.push_back(std::nullopt);
         }
         std::vector<Shape> declared;

@@ -516,6 +516,7 @@ ConvertReport convert_onnx(const std::string &onnx_path, const std::string &out_
     w.fp16 = options.fp16;
     w.keep_fp32 = options.keep_fp32;
     w.quantize_w8 = options.quantize_w8;
+    w.quantize_w4 = options.quantize_w4;
     w.quantize_u8 = options.quantize_u8;
     w.safetensors = options.safetensors;
     report.written = write_model(g, out_dir, w);
@@ -543,6 +544,9 @@ std::string ConvertReport::text() const {
                written.weight_bytes, " bytes (", human_bytes(written.weight_bytes), ")");
     if (written.fp16_weights) out += cat(", ", written.fp16_weights, " stored as float16");
     out += "\n";
+    if (written.w4_weights)
+        out += cat("  int4 blockwise weights: ", written.w4_weights, ", saving ", written.w4_saved_bytes, " bytes (",
+                   human_bytes(written.w4_saved_bytes), ")\n");
     if (written.w8_weights)
         out += cat("  int8 per-channel weights: ", written.w8_weights, ", saving ", written.w8_saved_bytes, " bytes (",
                    human_bytes(written.w8_saved_bytes), ")\n");

@@ -21,6 +21,7 @@ struct ConvertOptions {
     std::vector<std::string> keep_fp32; // fnmatch patterns on initializer names (or weight file names)
     bool quantize_w8 = false;           // --quantize w8: per-channel int8 Conv/Gemm/MatMul weights
     bool quantize_u8 = false;           // --quantize w8a8: per-tensor uint8 weights (ranges come separately)
+    bool quantize_w4 = false;           // --quantize w4: blockwise int4 MatMul/Gemm weights, int8 the rest
     std::vector<std::pair<std::string, Shape>> input_shapes; // fixed shapes for graph inputs
     // --resizable NAME=SHAPE: a second size for these inputs; the model is written to take any size whose
     // dims follow the same rules (onnx/resizable.h)

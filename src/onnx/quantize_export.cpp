@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/quant_kernels.h"
+#include "tensor/int4_blocks.h"
 #include "util/error.h"
 
 namespace onnxstream::importer {
@@ -63,6 +64,43 @@ std::map<std::string, int> plan_w8_weights(const IrGraph &g) {
             }
         }
     return axes;
+}
+
+std::map<std::string, int> plan_w4_weights(const IrGraph &g) {
+    std::map<std::string, int> k_axes;
+    const std::map<std::string, int> w8 = plan_w8_weights(g);
+    std::map<std::string, bool> other_reader;
+    for (const Node &n : g.nodes)
+        for (size_t k = 0; k < n.inputs.size(); ++k) {
+            if (!w8.count(n.inputs[k])) continue;
+            const bool fc = n.default_domain() && k == 1 && (n.op_type == "MatMul" || n.op_type == "Gemm");
+            if (!fc) other_reader[n.inputs[k]] = true;
+        }
+    for (const auto &kv : w8) {
+        const Shape &shape = g.constants.at(kv.first).shape();
+        if (other_reader[kv.first] || shape.size() != 2) continue;
+        const int k_axis = 1 - kv.second; // w8's axis is the output channels'
+        if (shape[static_cast<size_t>(k_axis)] % int4::kDefaultBlock == 0) k_axes.emplace(kv.first, k_axis);
+    }
+    return k_axes;
+}
+
+void write_w4_weight(const ConstantData &c, int k_axis, int64_t block, const std::string &path) {
+    int4::RowLayout l;
+    const std::string why = int4::layout_of(c.shape(), k_axis, block, l);
+    if (!why.empty()) fail(ONNXSTREAM_ERR_INTERNAL, why);
+    std::vector<float> src(static_cast<size_t>(c.numel()));
+    {
+        auto bytes = c.bytes();
+        std::memcpy(src.data(), bytes->data(), src.size() * sizeof(float));
+    }
+    std::vector<uint8_t> rows(static_cast<size_t>(l.n * l.row_bytes()));
+    for (int64_t r = 0; r < l.n; ++r) {
+        // [K, N]: channel r is column r; [N, K]: row r.
+        const float *first = k_axis == 0 ? src.data() + r : src.data() + r * l.k;
+        int4::quantize_row(first, k_axis == 0 ? l.n : 1, l, rows.data() + r * l.row_bytes());
+    }
+    write_file(path, rows.data(), rows.size());
 }
 
 void write_w8_weight(const ConstantData &c, int axis, const std::string &plain_path, const std::string &ohwi_path,

@@ -23,6 +23,7 @@
 #include "onnx/quantize_export.h"
 #include "ops/registry.h"
 #include "tensor/half.h"
+#include "tensor/int4_blocks.h"
 #include "util/error.h"
 #include "util/strings.h"
 #include "weights/safetensors_pack.h"
@@ -76,6 +77,7 @@ struct WeightPlan {
     bool ohwi = false;      // "<base>_nhwc.bin", referenced as "<base>_nchw.bin" by Conv
     bool keep_fp32 = false; // a --keep-fp32 pattern matches
     int w8_axis = -1;       // >= 0: stored as per-channel int8 along this axis (--quantize w8)
+    int w4_axis = -1;       // >= 0: stored as blockwise int4 with K along this axis (--quantize w4)
     bool u8 = false;        // stored as per-tensor uint8 (--quantize w8a8)
     float u8_scale = 1;
     int64_t u8_zero_point = 0;
@@ -351,11 +353,18 @@ void plan_weights(const IrGraph &g, const WriteOptions &options, std::map<std::s
     if (options.fp16)
         for (auto &kv : weights)
             if (kv.second.data->type() == kOnnxFloat && !kv.second.keep_fp32) kv.second.stored = DType::F16;
-    if (options.quantize_w8)
+    if (options.quantize_w8 || options.quantize_w4)
         for (const auto &kv : plan_w8_weights(g)) {
             WeightPlan &w = weights.at(kv.first);
             w.w8_axis = kv.second;
             w.stored = DType::I8;
+        }
+    if (options.quantize_w4)
+        for (const auto &kv : plan_w4_weights(g)) {
+            WeightPlan &w = weights.at(kv.first);
+            w.w8_axis = -1;
+            w.w4_axis = kv.second;
+            w.stored = DType::I4;
         }
     if (options.quantize_u8)
         for (const auto &kv : plan_w8_weights(g)) {
@@ -418,6 +427,12 @@ OutputPlan plan_output(const IrGraph &g, const WriteOptions &options, WriteSumma
                     ref.quant.present = true;
                     ref.quant.axis = w.w8_axis;
                     ref.quant_text = cat("@", ref.scales_file, ",", w.w8_axis);
+                }
+                if (w.w4_axis >= 0) {
+                    ref.quant.present = true;
+                    ref.quant.block = int4::kDefaultBlock;
+                    ref.quant.axis = w.w4_axis;
+                    ref.quant_text = cat(int4::kDefaultBlock, ",", w.w4_axis);
                 }
                 if (w.u8) {
                     char scale[32];
@@ -517,7 +532,10 @@ WriteSummary write_model(const IrGraph &g, const std::string &out_dir_arg, const
     for (const auto &kv : weights) {
         const WeightPlan &w = kv.second;
         uint64_t clamped = 0;
-        const uint64_t stored_bytes = static_cast<uint64_t>(w.data->numel()) * dtype_size(w.stored);
+        int4::RowLayout int4_rows;
+        if (w.w4_axis >= 0) int4::layout_of(w.data->shape(), w.w4_axis, int4::kDefaultBlock, int4_rows);
+        const uint64_t stored_bytes = w.w4_axis >= 0 ? static_cast<uint64_t>(int4_rows.n * int4_rows.row_bytes())
+                                                     : static_cast<uint64_t>(w.data->numel()) * dtype_size(w.stored);
         auto count = [&](const std::string &file) {
             ++summary.weight_files;
             summary.weight_bytes += stored_bytes;
@@ -539,6 +557,14 @@ WriteSummary write_model(const IrGraph &g, const std::string &out_dir_arg, const
             ++summary.w8_weights;
             const uint64_t files = (w.plain ? 1u : 0u) + (w.ohwi ? 1u : 0u);
             summary.w8_saved_bytes += files * static_cast<uint64_t>(w.data->numel()) * (unquantized - 1) - scale_bytes;
+            continue;
+        }
+        if (w.w4_axis >= 0) {
+            write_w4_weight(*w.data, w.w4_axis, int4::kDefaultBlock, tmp.path + "/" + w.base + ".bin");
+            count(w.base + ".bin");
+            ++summary.w4_weights;
+            const uint64_t unquantized = options.fp16 && !w.keep_fp32 ? 2 : 4;
+            summary.w4_saved_bytes += static_cast<uint64_t>(w.data->numel()) * unquantized - stored_bytes;
             continue;
         }
         if (w.u8) {

@@ -18,6 +18,7 @@ struct WriteOptions {
     std::vector<std::string> keep_fp32; // ... except those whose name matches one of these fnmatch patterns
     bool quantize_w8 = false;           // Conv/Gemm/MatMul weights as per-channel int8 (quantize_export.h)
     bool quantize_u8 = false;           // the same weights as per-tensor uint8 asymmetric (--quantize w8a8)
+    bool quantize_w4 = false;           // MatMul/Gemm weights as blockwise int4, the other w8 weights as int8
     bool safetensors = false;           // the weight files packed into one model.safetensors (weights/safetensors_pack.h)
     // A resizable model (onnx/resizable.h): per value, the dimensions written '?' ...
     std::unordered_map<std::string, std::vector<bool>> any_dims;
@@ -41,6 +42,8 @@ struct WriteSummary {
     size_t fp16_weights = 0;
     size_t w8_weights = 0;          // weights stored as per-channel int8
     uint64_t w8_saved_bytes = 0;    // bytes they would have taken unquantized, minus int8 data and scales
+    size_t w4_weights = 0;          // weights stored as blockwise int4
+    uint64_t w4_saved_bytes = 0;    // bytes they would have taken unquantized, minus int4 rows
     std::vector<std::string> notes; // things the user should know (extra outputs, fp16 clamping, ...)
 };
 

@@ -164,7 +164,8 @@ const float *as_f32(const RunContext &ctx, const Tensor &t, Tensor &holder) {
 }
 
 bool is_float_weight_dtype(DType dtype, bool quantized) {
-    return dtype == DType::F32 || dtype == DType::F16 || ((dtype == DType::U8 || dtype == DType::I8) && quantized);
+    return dtype == DType::F32 || dtype == DType::F16 ||
+           ((dtype == DType::U8 || dtype == DType::I8 || dtype == DType::I4) && quantized);
 }
 
 float *out_f32(const RunContext &ctx, Tensor &y, Tensor &holder) {

@@ -33,7 +33,8 @@ inline void nhwc_to_nchw(const float *src, float *dst, size_t n, size_t c, size_
 void half_to_float_parallel(const uint16_t *src, float *dst, size_t n, pthreadpool_t pool);
 // The float32 data of a float tensor: its own data, or a float32 copy of a float16 tensor kept in holder.
 const float *as_f32(const RunContext &ctx, const Tensor &t, Tensor &holder);
-// Weight dtypes RunContext::kernel_weight turns into float32 (for infer checks).
+// Weight dtypes RunContext::kernel_weight turns into float32, and blockwise int4 (int4 with quantization,
+// which only MatMul and Gemm take: graph.cpp refuses it elsewhere), for infer checks.
 bool is_float_weight_dtype(DType dtype, bool quantized);
 // Where a float32 kernel writes output y: y's data when it is float32, else float32 scratch in holder
 // that store_f32_output() converts into y.

@@ -11,6 +11,7 @@
 #include "ops/registry.h"
 #include "ops/shape_common.h"
 #include "tensor/half.h"
+#include "tensor/int4_blocks.h"
 #include "xnnpack/dynamic_quant.h"
 #include "xnnpack/matmul.h"
 #include "xnnpack/weights_cache.h"
@@ -119,6 +120,55 @@ bool fc_weight_int8(const RunContext &ctx, size_t wi, const float *x, size_t m, 
     }
     ctx.count_int8();
     return true;
+}
+
+// The fully connected product of a blockwise int4 weight (tensor/int4_blocks.h), always in int8 arithmetic:
+// x is quantized row by row once, and each chunk of output channels (stored rows, each carrying its scales)
+// is split into XNNPACK's code and scale arrays and packed. A build or CPU without XNNPACK's qd8_f32_qb4w
+// kernels fails here with UNSUPPORTED; nothing dequantizes int4 weights to float32.
+void fc_weight_int4(const RunContext &ctx, size_t wi, const float *x, size_t m, const float *bias, float *y) {
+    const Tensor &w = ctx.input(wi);
+    const QuantParams &q = w.quant();
+    int4::RowLayout l;
+    const std::string why = int4::layout_of(q.logical_shape, q.axis, q.block, l);
+    if (!why.empty()) ctx.error(ONNXSTREAM_ERR_INVALID_MODEL, why);
+    const size_t k = static_cast<size_t>(l.k), n = static_cast<size_t>(l.n);
+    Tensor xq_buffer = ctx.scratch(DType::I8, {static_cast<int64_t>(m * k + xnn::kQuantizedSlack)});
+    xnn::QuantizedRows xq;
+    xq.values = xq_buffer.data<int8_t>();
+    xnn::quantize_rows(m, k, x, k, xq, ctx.pool());
+    auto create = [&](const Tensor &stored, int64_t r0, int64_t rows) {
+        Tensor codes = ctx.scratch(DType::U8, {rows * l.code_bytes()});
+        Tensor scales = ctx.scratch(DType::U16, {rows * l.scales_per_row()});
+        int4::split_rows(stored.data<uint8_t>(), r0, rows, l, codes.data<uint8_t>(), scales.data<uint16_t>(),
+                         ctx.node.where);
+        std::shared_ptr<xnn::FullyConnectedQd8> fc =
+            xnn::FullyConnectedQd8::create_int4(k, static_cast<size_t>(rows), static_cast<size_t>(l.block),
+                                                codes.data<uint8_t>(), scales.data<uint16_t>(),
+                                                bias ? bias + r0 : nullptr, n);
+        if (!fc)
+            ctx.error(ONNXSTREAM_ERR_UNSUPPORTED, "int4 weights need XNNPACK's qd8_f32_qb4w fully connected kernels, ",
+                      "which this CPU lacks");
+        return fc;
+    };
+    if (!ctx.is_streamed(wi)) {
+        const std::shared_ptr<FcState> kept = kept_fc(ctx, wi, k, n, false);
+        std::shared_ptr<xnn::FullyConnectedQd8> fc = kept ? kept->qd8 : nullptr;
+        if (!fc) {
+            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(wi));
+            fc = create(w, 0, l.n);
+            if (kept) kept->qd8 = fc;
+        }
+        fc->run(m, xq, y, ctx.pool());
+    } else {
+        const int64_t step = ctx.weight_chunk_rows(wi, /*float_bytes=*/false);
+        for (int64_t r0 = 0; r0 < l.n; r0 += step) {
+            const int64_t r1 = std::min(l.n, r0 + step);
+            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(wi, r0));
+            create(ctx.read_weight_rows(wi, r0, r1), r0, r1 - r0)->run(m, xq, y + r0, ctx.pool());
+        }
+    }
+    ctx.count_int8();
 }
 
 // y[m, n] = x[m, k] · W (+ bias) with W the 2-D weight input `wi`: [K, N] when weight_kn, else [N, K]; any
@@ -271,11 +321,26 @@ std::vector<TensorInfo> infer_matmul(const InferContext &ctx) {
     const TensorInfo &a = ctx.input(0), &b = ctx.input(1);
     if (a.dtype != b.dtype && !widened_weight(a, b))
         ctx.error("A is ", dtype_name(a.dtype), " but B is ", dtype_name(b.dtype),
-                  "; MatMul needs one dtype (or float32 A with a float16 or quantized 8-bit B)");
+                  "; MatMul needs one dtype (or float32 A with a float16 or quantized B)");
+    if (b.quant.blockwise() && b.quant.axis != 0)
+        ctx.error("an int4 B [K, N] must have its blocks along axis 0 (K), not ", b.quant.axis);
     return {TensorInfo{a.dtype, matmul_shapes(&ctx, a.shape, b.shape).y, {}}};
 }
 
+// MatMul with a blockwise int4 B: a 2-D weight whatever A's batch dimensions.
+void run_matmul_int4(RunContext &ctx) {
+    const Tensor &a = ctx.input(0);
+    Tensor &y = ctx.alloc_output(0);
+    Tensor a_holder, y_holder;
+    const float *ap = as_f32(ctx, a, a_holder);
+    float *yp = out_f32(ctx, y, y_holder);
+    const size_t rows = static_cast<size_t>(a.numel() / a.dim(a.rank() - 1));
+    fc_weight_int4(ctx, 1, ap, rows, nullptr, yp);
+    if (!y_holder.empty()) store_f32_output(ctx, y, y_holder);
+}
+
 void run_matmul(RunContext &ctx) {
+    if (ctx.input(1).quant().blockwise()) return run_matmul_int4(ctx);
     if (run_matmul_w8a8(ctx)) return; // static W8A8 when the node has activation ranges
     const Tensor &a = ctx.input(0);
     const bool fc = ctx.input_is_weight(1) && ctx.input(1).rank() == 2 &&
@@ -363,6 +428,11 @@ std::vector<TensorInfo> infer_gemm(const InferContext &ctx) {
     if (k != kb)
         ctx.error("inner dimensions differ: A", ta ? "^T" : "", " has K = ", k, ", B", tb ? "^T" : "",
                   " has K = ", kb);
+    if (b.quant.blockwise() && b.quant.axis != (tb ? 1 : 0))
+        ctx.error("an int4 B", tb ? "^T [N, K]" : " [K, N]", " must have its blocks along axis ", tb ? 1 : 0,
+                  " (K), not ", b.quant.axis);
+    if (b.quant.blockwise() && ta)
+        ctx.error("an int4 B needs transA = 0");
     int64_t rs = 0, cs = 0;
     if (ctx.has_input(2) && !gemm_c_strides(ctx.input(2).shape, m, n, rs, cs))
         ctx.error("C ", shape_str(ctx.input(2).shape), " does not broadcast to (", m, ",", n, ")");
@@ -397,10 +467,14 @@ void run_gemm(RunContext &ctx) {
     bool f16 = a_in.dtype() == DType::F16;
     bool ta = ctx.attrs().get_int("transA", 0) != 0, tb = ctx.attrs().get_int("transB", 0) != 0;
     float alpha = ctx.attrs().get_float("alpha", 1.0f), beta = ctx.attrs().get_float("beta", 1.0f);
-    if (f16 && ctx.options().fp16_arithmetic && !ta && alpha == 1.0f && ctx.input_is_weight(1) && gemm_f16(ctx, tb, beta))
+    if (f16 && ctx.options().fp16_arithmetic && !ta && alpha == 1.0f && ctx.input_is_weight(1) &&
+        !b_in.quant().blockwise() && gemm_f16(ctx, tb, beta))
         return;
     Tensor a = f16 ? f32_copy_of_f16(ctx, a_in) : a_in;
-    int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1), n = tb ? b_in.dim(0) : b_in.dim(1);
+    // An int4 B is held as its stored rows, one per output channel (tensor/int4_blocks.h).
+    const bool int4 = b_in.quant().blockwise();
+    int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1),
+            n = tb || int4 ? b_in.dim(0) : b_in.dim(1);
 
     Tensor c;
     int64_t c_rs = 0, c_cs = 0;
@@ -438,7 +512,10 @@ void run_gemm(RunContext &ctx) {
                 for (float &v : bias) v *= beta;
                 c = Tensor();
             }
-            fc_weight(ctx, 1, ap, static_cast<size_t>(m), static_cast<size_t>(k), static_cast<size_t>(n), !tb,
+            if (int4)
+                fc_weight_int4(ctx, 1, ap, static_cast<size_t>(m), bias.empty() ? nullptr : bias.data(), y);
+            else
+                fc_weight(ctx, 1, ap, static_cast<size_t>(m), static_cast<size_t>(k), static_cast<size_t>(n), !tb,
                           bias.empty() ? nullptr : bias.data(), y);
         }
         if (alpha != 1.0f || !c.empty()) {

@@ -9,7 +9,7 @@
 namespace onnxstream {
 
 bool is_quantized_weight(const Tensor &t) {
-    return (t.dtype() == DType::U8 || t.dtype() == DType::I8) && t.quant().present;
+    return (t.dtype() == DType::U8 || t.dtype() == DType::I8) && t.quant().present && !t.quant().blockwise();
 }
 
 namespace {

@@ -84,7 +84,7 @@ std::vector<int32_t> quantize_bias(const float *bias, size_t n, float mul, doubl
 // A per-tensor uint8 weight XNNPACK qu8 can take.
 bool qu8_weight(const Tensor &w, float &scale, uint8_t &zp) {
     const QuantParams &q = w.quant();
-    if (w.dtype() != DType::U8 || !q.present || q.per_channel()) return false;
+    if (w.dtype() != DType::U8 || !q.present || q.per_channel() || q.blockwise()) return false;
     if (!(q.scale > 0) || !std::isfinite(q.scale) || q.zero_point < 0 || q.zero_point > 255) return false;
     scale = static_cast<float>(q.scale);
     zp = static_cast<uint8_t>(q.zero_point);

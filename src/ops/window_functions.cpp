@@ -62,7 +62,10 @@ std::vector<TensorInfo> window_infer(const InferContext &ctx) {
         return {TensorInfo{dt, {checked_size(ctx.node.where, ONNXSTREAM_ERR_INVALID_MODEL, int_at(*t, 0))}, {}}};
     const Shape &d = ctx.declared_shape(0);
     if (d.size() != 1) ctx.error("model.txt declares a rank-", d.size(), " output but windows are 1-D");
-    return {TensorInfo{dt, d, {}}};
+    TensorInfo out; // built field by field: GCC 14 warns (-Warray-bounds) on the aggregate's inlined copy of d
+    out.dtype = dt;
+    out.shape = d;
+    return {out};
 }
 
 template <typename T> void store(Tensor &y, int64_t i, double v) { y.data<T>()[i] = static_cast<T>(v); }

@@ -39,7 +39,12 @@ struct QuantParams {
     int64_t zero_point = 0;
     int axis = -1; // >= 0: per-channel
     std::shared_ptr<const std::vector<float>> channel_scales;
-    bool per_channel() const { return axis >= 0; }
+    // Blockwise int4 (int4[block,axis], tensor/int4_blocks.h): block > 0, axis is the K axis, and the weight
+    // is held as its stored uint8 rows; logical_shape is the declared shape ops see in shape inference.
+    int64_t block = 0;
+    Shape logical_shape;
+    bool per_channel() const { return axis >= 0 && block == 0; }
+    bool blockwise() const { return block > 0; }
 };
 
 struct TensorInfo {

@@ -13,13 +13,16 @@ namespace {
 
 const char *kUsage =
     "usage: onnxstream-convert MODEL.onnx OUT_DIR [--fp16] [--keep-fp32 PATTERN]... [--input-shape NAME=d0,d1,...]...\n"
-    "                          [--resizable NAME=d0,d1,...]... [--quantize w8|w8a8] [--calibration-inputs DIR] [--report]\n"
+    "                          [--resizable NAME=d0,d1,...]... [--quantize w8|w4|w8a8] [--calibration-inputs DIR] [--report]\n"
     "  Converts MODEL.onnx (external data is read from next to it) into the new folder OUT_DIR.\n"
     "  --fp16                 store float32 weights as float16\n"
     "  --keep-fp32 PATTERN    with --fp16, keep weights whose ONNX name or file name matches this shell\n"
     "                         pattern (fnmatch) in float32, e.g. '*norm*' (repeatable)\n"
     "  --quantize w8          store Conv/Gemm/MatMul weights (>= 4096 elements) as int8 with one float32\n"
     "                         scale per output channel (about 1/4 of their float32 bytes)\n"
+    "  --quantize w4          store MatMul/Gemm weights (>= 4096 elements, K a multiple of 32) as int4 in\n"
+    "                         blocks of 32 with one bfloat16 scale each (about 1/7 of their float32 bytes;\n"
+    "                         they run only on XNNPACK 2024 builds) and the other w8 weights as int8\n"
     "  --quantize w8a8        store the same weights as uint8 with one scale/zero point each and write a\n"
     "                         range_data.txt calibrated on --calibration-inputs, so those ops compute in uint8\n"
     "  --calibration-inputs DIR  calibration runs for w8a8: DIR/<run>/<input name>.npy (float32)\n"
@@ -37,7 +40,8 @@ const char *kUsage =
     "                         the tolerance. Inputs: random floats from a fixed seed, integers zero\n"
     "  --check-only           the same check of an existing OUT_DIR, without converting\n"
     "  --check-inputs DIR     take input NAME from DIR/NAME.npy where it exists\n"
-    "  --check-tolerance X    largest relative L2 error accepted (default 1e-4; 1e-2 with --fp16 or --quantize)\n"
+    "  --check-tolerance X    largest relative L2 error accepted (default 1e-4; 1e-2 with --fp16 or --quantize,\n"
+    "                         0.15 with --quantize w4)\n"
     "  --node PATH            the Node.js executable for --check (default: node)\n"
     "  --weights FORMAT       files (default: one .bin file per weight) or safetensors (one model.safetensors)\n"
     "\n"
@@ -92,8 +96,9 @@ Args parse_args(int argc, char **argv) {
             std::string mode = arg == "--quantize" ? value() : arg.substr(11);
             if (mode == "w8") a.quantize = 1;
             else if (mode == "w8a8") a.quantize = 2;
+            else if (mode == "w4") a.quantize = 3;
             else if (mode == "none") a.quantize = 0;
-            else die("--quantize " + mode + " is not supported (expected w8, w8a8 or none)");
+            else die("--quantize " + mode + " is not supported (expected w8, w4, w8a8 or none)");
         } else if (arg == "--calibration-inputs") {
             a.calibration_inputs = value();
         } else if (arg == "--input-shape") {
@@ -177,7 +182,10 @@ int check(const Args &args) {
     o.input_values = args.input_values;
     o.inputs_dir = args.check_inputs;
     o.node = args.node;
-    o.tolerance = args.check_tolerance >= 0 ? args.check_tolerance : (args.fp16 || args.quantize) ? 1e-2 : 1e-4;
+    o.tolerance = args.check_tolerance >= 0     ? args.check_tolerance
+                  : args.quantize == 3           ? 0.15
+                  : (args.fp16 || args.quantize) ? 1e-2
+                                                 : 1e-4;
     try {
         const bool ok = onnxstream::tools::check_conversion(o);
         std::printf("onnxstream-convert: check %s (tolerance %g)\n", ok ? "passed" : "FAILED", o.tolerance);

@@ -225,7 +225,10 @@ size_t LoraSet::add(const Graph &graph, const std::string &path, float scale, co
             }
             if (t.spec.quant.present || (t.spec.dtype != DType::F32 && t.spec.dtype != DType::F16))
                 fail(ONNXSTREAM_ERR_UNSUPPORTED, "LoRA file ", path, ": module ", key, " changes weight ", t.file,
-                     ", which is ", t.spec.quant.present ? "8-bit quantized" : dtype_name(t.spec.dtype),
+                     ", which is ",
+                     t.spec.quant.blockwise() ? "int4 quantized"
+                     : t.spec.quant.present   ? "8-bit quantized"
+                                              : dtype_name(t.spec.dtype),
                      "; a LoRA applies to float32 and float16 weights only");
             const float alpha = m.alpha ? read_stored_floats(path, *m.alpha)[0] : static_cast<float>(d->rank);
             d->factor = scale * alpha / static_cast<float>(d->rank);

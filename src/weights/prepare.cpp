@@ -59,6 +59,9 @@ void plane_to_f32(const Tensor &t, size_t plane, int64_t first_row, float *dst) 
 void check_conversion(const Tensor &t, DType want) {
     if (t.dtype() == want) return;
     if (want == DType::F32 && t.dtype() == DType::F16) return;
+    if (t.quant().blockwise())
+        fail(ONNXSTREAM_ERR_UNSUPPORTED, "an int4 weight ", shape_str(t.quant().logical_shape),
+             " is never converted: it computes only in int8 arithmetic");
     if (want == DType::F32 && (t.dtype() == DType::U8 || t.dtype() == DType::I8)) {
         if (!is_quantized_weight(t))
             fail(ONNXSTREAM_ERR_INVALID_MODEL, "an 8-bit weight ", shape_str(t.shape()),

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "graph/model_txt.h"
+#include "tensor/int4_blocks.h"
 #include "util/checked.h"
 #include "util/error.h"
 #include "util/paths.h"
@@ -91,6 +92,13 @@ std::vector<Packed> collect(const std::string &folder, const ModelText &model, c
         for (const TensorRef &ref : op.inputs) {
             if (!ref.present || !ref.is_weight) continue;
             const std::string where = cat(source, ":", op.line);
+            if (ref.quant.blockwise()) { // stored rows of codes and scales (tensor/int4_blocks.h)
+                int4::RowLayout l;
+                const std::string why = int4::layout_of(ref.shape, ref.quant.axis, ref.quant.block, l);
+                if (!why.empty()) fail(ONNXSTREAM_ERR_INVALID_MODEL, where, ": ", why);
+                c.add(ref.name, StoredDType::U8, {l.n, l.row_bytes()}, true, where);
+                continue;
+            }
             const StoredDType dtype = stored_dtype_of(ref.dtype);
             std::string twin;
             if (ref.shape.size() == 4 && ends_with(ref.name, "_nchw.bin"))

@@ -79,14 +79,39 @@ std::unique_ptr<FullyConnectedQd8> FullyConnectedQd8::create(size_t k, size_t n,
     return fc;
 }
 
+std::unique_ptr<FullyConnectedQd8> FullyConnectedQd8::create_int4(size_t k, size_t n, size_t block,
+                                                                  const uint8_t *codes, const uint16_t *scales,
+                                                                  const float *bias, size_t y_stride) {
+    ensure_initialized();
+    const float inf = std::numeric_limits<float>::infinity();
+    xnn_operator_t op = nullptr;
+    const enum xnn_status status =
+        create_operator(xnn_create_fully_connected_nc_qd8_f32_qb4w, "xnn_create_fully_connected_nc_qd8_f32_qb4w", &op,
+                        k, n, k, y_stride, block, static_cast<uint8_t>(8), scales, static_cast<const void *>(codes),
+                        bias, -inf, inf, operator_flags());
+    if (status == xnn_status_unsupported_hardware) return nullptr;
+    check(status, "xnn_create_fully_connected_nc_qd8_f32_qb4w");
+    std::unique_ptr<FullyConnectedQd8> fc(new FullyConnectedQd8());
+    fc->op_.reset(op);
+    fc->int4_ = true;
+    return fc;
+}
+
 void FullyConnectedQd8::run(size_t batch, const QuantizedRows &x, float *y, pthreadpool_t pool) const {
     if (batch == 0) return;
     {
         KernelPrepareTimer timer;
-        check(xnn_reshape_fully_connected_nc_qd8_f32_qc8w(op_.get(), batch, pool),
-              "xnn_reshape_fully_connected_nc_qd8_f32_qc8w");
-        check(xnn_setup_fully_connected_nc_qd8_f32_qc8w(op_.get(), x.values, y, xnn_params(x)),
-              "xnn_setup_fully_connected_nc_qd8_f32_qc8w");
+        if (int4_) {
+            check(xnn_reshape_fully_connected_nc_qd8_f32_qb4w(op_.get(), batch, pool),
+                  "xnn_reshape_fully_connected_nc_qd8_f32_qb4w");
+            check(xnn_setup_fully_connected_nc_qd8_f32_qb4w(op_.get(), x.values, y, xnn_params(x)),
+                  "xnn_setup_fully_connected_nc_qd8_f32_qb4w");
+        } else {
+            check(xnn_reshape_fully_connected_nc_qd8_f32_qc8w(op_.get(), batch, pool),
+                  "xnn_reshape_fully_connected_nc_qd8_f32_qc8w");
+            check(xnn_setup_fully_connected_nc_qd8_f32_qc8w(op_.get(), x.values, y, xnn_params(x)),
+                  "xnn_setup_fully_connected_nc_qd8_f32_qc8w");
+        }
     }
     check(xnn_run_operator(op_.get(), pool), "xnn_run_operator");
 }
@@ -140,6 +165,11 @@ void RowQuantizer::quantize(size_t, const float *, int8_t *, QuantizedRows::Para
 
 std::unique_ptr<FullyConnectedQd8> FullyConnectedQd8::create(size_t, size_t, const int8_t *, bool, const float *,
                                                              const float *, size_t) {
+    return nullptr;
+}
+
+std::unique_ptr<FullyConnectedQd8> FullyConnectedQd8::create_int4(size_t, size_t, size_t, const uint8_t *,
+                                                                  const uint16_t *, const float *, size_t) {
     return nullptr;
 }
 

@@ -71,12 +71,18 @@ public:
     // Null when the build or the CPU has no such kernel.
     static std::unique_ptr<FullyConnectedQd8> create(size_t k, size_t n, const int8_t *weight, bool weight_kn,
                                                      const float *scales, const float *bias, size_t y_stride);
+    // The same product with a blockwise int4 weight (tensor/int4_blocks.h): `codes` are n rows of k 4-bit
+    // codes back to back (value = code - 8), `scales` [n][k / block] bfloat16 bits. Null when the build or
+    // the CPU has no such kernel.
+    static std::unique_ptr<FullyConnectedQd8> create_int4(size_t k, size_t n, size_t block, const uint8_t *codes,
+                                                          const uint16_t *scales, const float *bias, size_t y_stride);
     // x: the rows quantize_rows made with channels = k.
     void run(size_t batch, const QuantizedRows &x, float *y, pthreadpool_t pool) const;
 
 private:
     FullyConnectedQd8() = default;
     std::unique_ptr<struct xnn_operator, Qd8Deleter> op_;
+    bool int4_ = false;
 };
 
 // The convolution of conv2d_nhwc_f32 with a per-channel int8 kernel (OHWI, one scale per output channel of

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""8-bit weights computed in int8 arithmetic against the other weight precisions (a benchmark, not a test).
+"""8-bit and 4-bit weights computed in int8 arithmetic against the other weight precisions (a benchmark, not a
+test).
 
 On a build against XNNPACK's 2024 API (the Debian 13 build, --build13, made by scripts/debian13.sh and run
 in its trixie root through `scripts/debian13.sh exec`), per-channel int8 weights (`onnxstream-convert
@@ -9,14 +10,16 @@ process per row and one script run:
   - ONNX Runtime on the float32 ONNX model (the peer, and the accuracy reference);
   - onnxstream with fp16 weights (`--fp16`), float32 arithmetic;
   - onnxstream with int8 weights (`--quantize w8`) in int8 arithmetic;
-  - the same int8 weights dequantized to float32 (`onnxstream-run --dequantize-weights`, W8A32),
-in each memory mode of --modes, for YOLOv8n (../shared/data/yolov8n, its reference output) and the
-full-size SD 1.5 UNet (random weights, tests/bench/sd15.py's generator; ONNX Runtime's output as the
+  - the same int8 weights dequantized to float32 (`onnxstream-run --dequantize-weights`, W8A32);
+  - blockwise int4 MatMul/Gemm weights and int8 for the rest (`--quantize w4`), in int8 arithmetic,
+in each memory mode of --modes, for YOLOv8n (../shared/data/yolov8n, its reference output), the full-size
+SD 1.5 text encoder and UNet (random weights, tests/bench/sd15.py's generator; ONNX Runtime's output as the
 reference). Figures: time of the last of --runs runs in one process, x ONNX Runtime, peak RSS
 (/usr/bin/time -v), weight bytes read per run, ops computed in int8, rel L2 against the reference.
 
 usage: tests/bench/int8_weights.py [--build build] [--build13 build-debian13] [--work /tmp/onnxstream-sd15]
-                                   [--modes balanced,min] [--runs 2] [--threads 2] [--models yolov8n,unet]
+                                   [--modes balanced,min] [--runs 2] [--threads 2]
+                                   [--models yolov8n,text_encoder,unet]
 """
 
 import argparse
@@ -38,7 +41,9 @@ VARIANTS = [
     ("fp16", ["--fp16"], []),
     ("int8 (int8 arithmetic)", ["--quantize", "w8"], []),
     ("int8, dequantized (W8A32)", ["--quantize", "w8"], ["--dequantize-weights"]),
+    ("int4 + int8 (int8 arithmetic)", ["--quantize", "w4"], []),
 ]
+TITLES = {"unet": "SD 1.5 UNet", "text_encoder": "SD 1.5 text encoder"}
 
 
 def main():
@@ -67,17 +72,17 @@ def main():
             out, _, rss = timed([node, os.path.join(HERE, "ort_run.js"), onnx, str(args.threads), str(args.runs + 1),
                                  f"images={image}:1,3,640,640"], os.path.join(logs, "int8_ort_yolov8n.log"))
             title = "YOLOv8n"
-        elif model == "unet":
-            case = ensure_case(args, node, work, "unet")
+        elif model in TITLES:
+            case = ensure_case(args, node, work, model)
             meta = json.load(open(os.path.join(case, "case.json")))
             onnx = os.path.join(case, "model.onnx")
             want = np.load(os.path.join(case, "expected_0.npy")).reshape(-1)
             inputs = [f"{i['name']}={os.path.join(case, i['file'])}" for i in meta["inputs"]]
             out, _, rss = timed([node, os.path.join(HERE, "ort_case_run.js"), case, str(args.threads), str(args.runs)],
-                                os.path.join(logs, "int8_ort_unet.log"))
-            title = "SD 1.5 UNet"
+                                os.path.join(logs, f"int8_ort_{model}.log"))
+            title = TITLES[model]
         else:
-            sys.exit(f"int8_weights.py: unknown model {model} (expected yolov8n or unet)")
+            sys.exit(f"int8_weights.py: unknown model {model} (expected yolov8n, text_encoder or unet)")
         rows.append((title, "fp32", "ONNX Runtime", "-", last_json(out)["runs_s"][-1], rss, None, None, None))
         print(rows[-1], flush=True)
 

@@ -243,12 +243,12 @@ TEST(ConvertW8Options, Cli) {
     while (size_t n = std::fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
     EXPECT_EQ(::pclose(p), 0) << out;
     EXPECT_NE(out.find("int8 per-channel weights: 2, saving"), std::string::npos) << out;
-    cmd = std::string(exe) + " " + cases_dir() + "/models/mlp/model.onnx " + scratch.path() + "/other --quantize w4 2>&1";
+    cmd = std::string(exe) + " " + cases_dir() + "/models/mlp/model.onnx " + scratch.path() + "/other --quantize w2 2>&1";
     p = ::popen(cmd.c_str(), "r");
     out.clear();
     while (size_t n = std::fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
     EXPECT_NE(::pclose(p), 0);
-    EXPECT_NE(out.find("--quantize w4 is not supported"), std::string::npos) << out;
+    EXPECT_NE(out.find("--quantize w2 is not supported"), std::string::npos) << out;
 }
 
 // OnnxStream's per-tensor uint8 syntax on a Conv weight stored OHWI (w_nhwc.bin), against numpy.

@@ -262,6 +262,22 @@ TEST(ModelTxt, PerChannelWeights) {
                                   "*output:y(1)\n");
 }
 
+TEST(ModelTxt, Int4BlockWeights) {
+    ModelText m = parse("m:MatMul*input:x(2,64);w.bin(int4[32,0]:64,8)*output:y(2,8)\n"
+                        "g:Gemm*input:x(2,64);v.bin(int4[64,1]:5,64)*output:z(2,5)*transB:1\n");
+    const TensorRef &w = m.ops[0].inputs[1];
+    EXPECT_EQ(w.dtype, DType::I4);
+    EXPECT_TRUE(w.quant.present);
+    EXPECT_TRUE(w.quant.blockwise());
+    EXPECT_FALSE(w.quant.per_channel());
+    EXPECT_EQ(w.quant.block, 32);
+    EXPECT_EQ(w.quant.axis, 0);
+    EXPECT_EQ(w.shape, (Shape{64, 8})) << "the declared shape; graph.cpp holds the stored rows";
+    EXPECT_TRUE(w.scales_file.empty()) << "the scales are inside the file";
+    EXPECT_EQ(m.ops[1].inputs[1].quant.block, 64);
+    EXPECT_EQ(m.ops[1].inputs[1].quant.axis, 1);
+}
+
 class RoundTrip : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RoundTrip, ByteIdentical) { expect_round_trip(GetParam()); }
@@ -275,6 +291,7 @@ INSTANTIATE_TEST_SUITE_P(
         "e.bin(int8[0.25,-3]:5);f.bin(float32:);g.bin(int32:7);h.bin(bool:2)*output:y(1)\n",
         "q:T*input:w.bin(uint8[0.012345678901234,128]:3);v.bin(uint8[1e-3,0]:1)*output:y(1)\n",
         "q:T*input:w_nchw.bin(int8[@w_scales.bin,0]:4,4,1,1);v.bin(int8[@v_s.bin,1]:64,32)*output:y(1)\n",
+        "m:MatMul*input:x(2,64);w.bin(int4[32,0]:64,8)*output:y(2,8)\n",
         "r:Resize*input:x(1,2,3,3);;s.bin(float32:4)*output:y(1,2,6,6)\n",
         "c:Clip*input:;x(2);*output:y(2)\n",
         "c:Clip*input:x(2);;*output:y(2)\n",
@@ -309,7 +326,7 @@ TEST(ModelTxt, WriteThenParseGivesTheSameModel) {
     w.is_weight = true;
     w.name = "w.bin";
     w.dtype = DType::U8;
-    w.quant = {true, 0.5, 7, -1, nullptr};
+    w.quant = {true, 0.5, 7, -1, nullptr, 0, {}};
     w.quant_text = "0.5,7";
     w.shape = {4, 2, 1, 1};
     TensorRef none;
@@ -459,6 +476,18 @@ INSTANTIATE_TEST_SUITE_P(
                        "bad per-channel quantization parameters '[@,0]'"},
         ParseErrorCase{"per_channel_three_params", "a:Add*input:w.bin(int8[@s.bin,0,1]:2,2)*output:y(1)\n", 1,
                        "@s", "expected [@scales_file,axis]"},
+        ParseErrorCase{"int4_block_16", "m:MatMul*input:x(1,64);w.bin(int4[16,0]:64,8)*output:y(1,8)\n", 1, "int4",
+                       "an int4 block must be a multiple of 32"},
+        ParseErrorCase{"int4_leading_zero", "m:MatMul*input:x(1,64);w.bin(int4[032,0]:64,8)*output:y(1,8)\n", 1,
+                       "032", "bad int4 block parameters '[032,0]' (expected [block,axis])"},
+        ParseErrorCase{"int4_one_param", "m:MatMul*input:x(1,64);w.bin(int4[32]:64,8)*output:y(1,8)\n", 1, "32]",
+                       "expected [block,axis]"},
+        ParseErrorCase{"int4_axis_2", "m:MatMul*input:x(1,64);w.bin(int4[32,2]:64,8)*output:y(1,8)\n", 1, "int4",
+                       "axis must be 0 or 1"},
+        ParseErrorCase{"int4_k_not_multiple", "m:MatMul*input:x(1,48);w.bin(int4[32,0]:48,8)*output:y(1,8)\n", 1,
+                       "int4", "must be a positive multiple of its block 32"},
+        ParseErrorCase{"int4_rank_3", "m:MatMul*input:x(1,64);w.bin(int4[32,0]:64,8,2)*output:y(1,8)\n", 1, "int4",
+                       "must be 2-D"},
         ParseErrorCase{"quant_on_float", "a:Add*input:w.bin(float32[0.5,3]:2)*output:y(1)\n", 1, "float32",
                        "quantization parameters on a float32 weight"},
         ParseErrorCase{"weight_output", "a:Add*input:x(1)*output:y.bin(float32:1)\n", 1, "y.bin",

@@ -85,7 +85,7 @@ TEST(PrepareWeight, ReordersEveryElementType) {
     Tensor f = filled<float>(alloc, DType::F32, kConv, f32_value);
     Tensor h = filled<uint16_t>(alloc, DType::F16, kConv, f16_bits);
     Tensor q = filled<uint8_t>(alloc, DType::U8, kConv, u8_value);
-    q.set_quant(QuantParams{true, 0.25, 3, -1, nullptr});
+    q.set_quant(QuantParams{true, 0.25, 3, -1, nullptr, 0, {}});
     uint64_t copied = 0;
     Tensor fo = prepare_weight(f, WeightPrep{Layout::OHWI, DType::F32}, 0, alloc, nullptr, &copied);
     Tensor ho = prepare_weight(h, WeightPrep{Layout::OHWI, DType::F16}, 0, alloc, nullptr, &copied);
@@ -133,7 +133,7 @@ TEST(PrepareWeight, DequantizesPerTensorAndPerChannelChunks) {
     Allocator alloc;
     const size_t positions = positions_of(kConv);
     Tensor q = filled<uint8_t>(alloc, DType::U8, kConv, u8_value);
-    q.set_quant(QuantParams{true, 0.125, 100, -1, nullptr});
+    q.set_quant(QuantParams{true, 0.125, 100, -1, nullptr, 0, {}});
     Tensor w = prepare_weight(q, WeightPrep{Layout::OHWI, DType::F32}, 0, alloc, nullptr, nullptr);
     EXPECT_FALSE(w.quant().present);
     for (int64_t o = 0; o < kConv[0]; ++o)
@@ -146,7 +146,7 @@ TEST(PrepareWeight, DequantizesPerTensorAndPerChannelChunks) {
     auto scales = std::make_shared<const std::vector<float>>(std::vector<float>{1, 2, 0.5f, 0.25f, 8, 16});
     const Shape chunk = {2, 3, 2, 5};
     Tensor c = filled<int8_t>(alloc, DType::I8, chunk, i8_value);
-    c.set_quant(QuantParams{true, 1.0, 0, 0, scales});
+    c.set_quant(QuantParams{true, 1.0, 0, 0, scales, 0, {}});
     for (Layout layout : {Layout::Plain, Layout::OHWI}) {
         Tensor d = prepare_weight(c, WeightPrep{layout, DType::F32}, 2, alloc, nullptr, nullptr);
         for (int64_t o = 0; o < chunk[0]; ++o)

@@ -152,7 +152,7 @@ TEST(ReadWeight, ContentsQuantAndExactSize) {
     TempDir dir;
     write_file(dir.file("q.bin"), std::string("\x01\x02\x03\xff", 4));
     WeightSpec s = spec_of("q.bin", {2, 2}, Layout::Plain, DType::U8);
-    s.quant = {true, 0.25, 3, -1, nullptr};
+    s.quant = {true, 0.25, 3, -1, nullptr, 0, {}};
     Allocator alloc;
     Tensor t = read_weight_file(resolve_weight_file(dir.path(), s), s, alloc);
     EXPECT_EQ(t.dtype(), DType::U8);
