@@ -113,6 +113,11 @@ if [ "$mode" = arm64 ]; then
                 --run "$build/src/tools/onnxstream-run" --convert "$build/src/tools/onnxstream-convert" \
                 --shared ../shared --work "$build/arith_work"
             echo "debian13 arm64: YOLOv8n under qemu -cpu $cpu: $(( $(date +%s) - t )) s"
+            # int4 weights through the qd8_f32_qb4w kernels (NEON on ARMv8.0, dot product on ARMv8.2).
+            t=$(date +%s)
+            QEMU_CPU=$cpu python3 tests/quant/w4_test.py --run "$build/src/tools/onnxstream-run" \
+                --convert "$build/src/tools/onnxstream-convert" --node node --work "$build/w4_work"
+            echo "debian13 arm64: int4 weights under qemu -cpu $cpu: $(( $(date +%s) - t )) s"
         done
     ' debian13-arm64 "${DEBIAN13_BUILD:-build-debian13-arm64}" "${DEBIAN13_ARM_CPUS:-cortex-a53 max}"
     echo "debian13: done in $(( $(date +%s) - start )) s"

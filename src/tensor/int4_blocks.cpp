@@ -25,25 +25,58 @@ std::string layout_of(const Shape &shape, int axis, int64_t block, RowLayout &ou
     return {};
 }
 
+namespace {
+
+// `scale` as the bfloat16 bits the file stores: rounded to nearest even, and never below the smallest normal
+// float (XNNPACK refuses a zero or subnormal scale).
+uint16_t scale_bits(float scale) {
+    uint16_t bits = float_to_bfloat16(std::max(scale, std::numeric_limits<float>::min()));
+    if (bfloat16_to_float(bits) < std::numeric_limits<float>::min()) ++bits;
+    return bits;
+}
+
+int code_of(float v, float scale) {
+    return static_cast<int>(std::clamp(std::nearbyint(v / scale), -8.0f, 7.0f)) + static_cast<int>(kZeroCode);
+}
+
+} // namespace
+
 void quantize_row(const float *w, int64_t stride, const RowLayout &l, uint8_t *row) {
     uint8_t *codes = row;
     uint8_t *scales = row + l.code_bytes();
     std::memset(codes, 0, static_cast<size_t>(l.code_bytes()));
     for (int64_t b = 0; b < l.scales_per_row(); ++b) {
+        const int64_t first = b * l.block, end = first + l.block;
         float amax = 0.0f;
-        for (int64_t i = b * l.block; i < (b + 1) * l.block; ++i) amax = std::max(amax, std::fabs(w[i * stride]));
-        float scale = amax > 0.0f ? amax / 7.0f : 1.0f;
-        scale = std::max(scale, std::numeric_limits<float>::min());
-        uint16_t bits = float_to_bfloat16(scale);
-        if (bfloat16_to_float(bits) < std::numeric_limits<float>::min()) ++bits; // rounded down below normal
-        const float rounded = bfloat16_to_float(bits);
-        scales[2 * b] = static_cast<uint8_t>(bits & 0xff);
-        scales[2 * b + 1] = static_cast<uint8_t>(bits >> 8);
-        for (int64_t i = b * l.block; i < (b + 1) * l.block; ++i) {
-            const float q = std::nearbyint(w[i * stride] / rounded);
-            const int code = static_cast<int>(std::clamp(q, -8.0f, 7.0f)) + static_cast<int>(kZeroCode);
-            codes[i / 2] |= static_cast<uint8_t>(code << ((i & 1) * 4));
+        for (int64_t i = first; i < end; ++i) amax = std::max(amax, std::fabs(w[i * stride]));
+        // max|w| / 7 maps the block onto the codes without clipping; a smaller scale (clipping the largest
+        // values, or using code -8) often lowers the block's error, so the candidates of kScaleSearch compete.
+        uint16_t best = scale_bits(amax > 0.0f ? amax / 7.0f : 1.0f);
+        if (amax > 0.0f) {
+            double best_error = std::numeric_limits<double>::infinity();
+            for (int step = 0; step < kScaleSearchSteps; ++step)
+                for (const float divisor : {7.0f, 8.0f}) {
+                    const float fraction = 1.0f - kScaleSearchStep * static_cast<float>(step);
+                    const uint16_t bits = scale_bits(amax * fraction / divisor);
+                    const float scale = bfloat16_to_float(bits);
+                    double error = 0.0;
+                    for (int64_t i = first; i < end; ++i) {
+                        const float v = w[i * stride];
+                        const double d = static_cast<double>(v) -
+                                         static_cast<double>(code_of(v, scale) - static_cast<int>(kZeroCode)) * scale;
+                        error += d * d;
+                    }
+                    if (error < best_error) {
+                        best_error = error;
+                        best = bits;
+                    }
+                }
         }
+        const float scale = bfloat16_to_float(best);
+        scales[2 * b] = static_cast<uint8_t>(best & 0xff);
+        scales[2 * b + 1] = static_cast<uint8_t>(best >> 8);
+        for (int64_t i = first; i < end; ++i)
+            codes[i / 2] |= static_cast<uint8_t>(code_of(w[i * stride], scale) << ((i & 1) * 4));
     }
 }
 

@@ -33,9 +33,15 @@ struct RowLayout {
 // (rank, axis, block size, K not a multiple of the block).
 std::string layout_of(const Shape &shape, int axis, int64_t block, RowLayout &out);
 
-// Quantizes one output channel: k floats `stride` apart into one stored row (codes then scales). Each
-// block's scale is max|w| / 7 rounded to bfloat16 (1 for an all-zero block, and never below the smallest
-// normal float, which XNNPACK requires), then each value rounds to the nearest code in [-8, 7].
+// The scales quantize_row tries per block: max|w| · f / 7 and max|w| · f / 8 for f = 1, 1 - step, ...
+constexpr int kScaleSearchSteps = 17;
+constexpr float kScaleSearchStep = 0.025f;
+
+// Quantizes one output channel: k floats `stride` apart into one stored row (codes then scales). With a
+// scale s, each value rounds half to even to the nearest code in [-8, 7]. Each block's s is, among the
+// kScaleSearchSteps x 2 candidates above rounded to bfloat16, the one with the smallest squared error over
+// the block (the first on a tie); 1 for an all-zero block; never below the smallest normal float, which
+// XNNPACK requires.
 void quantize_row(const float *w, int64_t stride, const RowLayout &l, uint8_t *row);
 
 // The value of element k of a stored row (for references and tests).
