@@ -91,11 +91,15 @@ Graph::Graph(ModelText text, const std::string &source) : text_(std::move(text))
                 in.weight.shape = ref.shape;
                 in.weight.quant = ref.quant;
                 if (ref.quant.blockwise()) {
-                    // Only the fully connected kernels read int4 blocks: B of a MatMul or a Gemm.
-                    if (k != 1 || (op.type != "MatMul" && op.type != "Gemm"))
+                    // Only the fully connected kernels read int4 blocks: B of a MatMul or a Gemm, W1 and W2 of
+                    // the GEGLU feed-forward.
+                    const bool fc = (k == 1 && (op.type == "MatMul" || op.type == "Gemm")) ||
+                                    ((k == 1 || k == 3) && op.type == "GegluFeedForward");
+                    if (!fc)
                         fail(ONNXSTREAM_ERR_UNSUPPORTED, source_, ":", op.line, ":", ref.column, ": int4 weight '",
                              ref.name, "' is input ", k, " of ", op.type,
-                             "; int4 weights can only be input 1 (B) of MatMul or Gemm");
+                             "; int4 weights can only be input 1 (B) of MatMul or Gemm, or input 1 or 3 (W1, W2) "
+                             "of GegluFeedForward");
                     int4::RowLayout layout;
                     int4::layout_of(ref.shape, ref.quant.axis, ref.quant.block, layout); // checked by the parser
                     in.weight.dtype = DType::U8;

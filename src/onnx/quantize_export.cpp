@@ -70,17 +70,32 @@ std::map<std::string, int> plan_w4_weights(const IrGraph &g) {
     std::map<std::string, int> k_axes;
     const std::map<std::string, int> w8 = plan_w8_weights(g);
     std::map<std::string, bool> other_reader;
+    auto fc_reader = [](const Node &n, size_t k) {
+        if (!n.default_domain()) return false;
+        return (k == 1 && (n.op_type == "MatMul" || n.op_type == "Gemm")) ||
+               ((k == 1 || k == 3) && n.op_type == "GegluFeedForward");
+    };
     for (const Node &n : g.nodes)
-        for (size_t k = 0; k < n.inputs.size(); ++k) {
-            if (!w8.count(n.inputs[k])) continue;
-            const bool fc = n.default_domain() && k == 1 && (n.op_type == "MatMul" || n.op_type == "Gemm");
-            if (!fc) other_reader[n.inputs[k]] = true;
-        }
+        for (size_t k = 0; k < n.inputs.size(); ++k)
+            if (w8.count(n.inputs[k]) && !fc_reader(n, k)) other_reader[n.inputs[k]] = true;
     for (const auto &kv : w8) {
         const Shape &shape = g.constants.at(kv.first).shape();
         if (other_reader[kv.first] || shape.size() != 2) continue;
         const int k_axis = 1 - kv.second; // w8's axis is the output channels'
         if (shape[static_cast<size_t>(k_axis)] % int4::kDefaultBlock == 0) k_axes.emplace(kv.first, k_axis);
+    }
+    // The GEGLU feed-forward takes both weights int4 or neither.
+    bool changed = true;
+    while (changed) {
+        changed = false;
+        for (const Node &n : g.nodes) {
+            if (!n.default_domain() || n.op_type != "GegluFeedForward" || n.inputs.size() < 4) continue;
+            if (k_axes.count(n.inputs[1]) != k_axes.count(n.inputs[3])) {
+                k_axes.erase(n.inputs[1]);
+                k_axes.erase(n.inputs[3]);
+                changed = true;
+            }
+        }
     }
     return k_axes;
 }

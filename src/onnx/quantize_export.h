@@ -32,9 +32,10 @@ void u8_weight_params(const ConstantData &c, float &scale, int64_t &zero_point);
 void write_u8_weight(const ConstantData &c, float scale, int64_t zero_point, const std::string &plain_path,
                      const std::string &ohwi_path);
 
-// --quantize w4: the constants of plan_w8_weights whose every reader is input 1 (B) of a MatMul or a Gemm
-// and whose K is a multiple of int4::kDefaultBlock, each with its K axis (0 for [K, N], 1 for a Gemm
-// transB=1 [N, K]). They are stored as blockwise int4 (tensor/int4_blocks.h); the other w8 weights as int8.
+// --quantize w4: the constants of plan_w8_weights whose every reader is input 1 (B) of a MatMul or a Gemm or
+// input 1 or 3 (W1, W2, both or neither) of a GegluFeedForward, and whose K is a multiple of
+// int4::kDefaultBlock, each with its K axis (0 for [K, N], 1 for [N, K]). They are stored as blockwise int4
+// (tensor/int4_blocks.h); the other w8 weights as int8.
 std::map<std::string, int> plan_w4_weights(const IrGraph &g);
 
 // Quantize `c` (2-D, K along k_axis) to blockwise int4 rows of `block` and write them to path. Throws IO.

@@ -9,7 +9,8 @@
 //
 // Inputs: x [..., C] (float32/float16), W1t [2H, C], b1 [2H] (optional), W2 [H, N], b2 [N] (optional);
 // weights float32, float16 or per-channel 8-bit (widened per block, or computed in int8 where the build
-// has XNNPACK's dynamically quantized kernels). Output y [..., N], x's dtype.
+// has XNNPACK's dynamically quantized kernels), or both blockwise int4 (int8 arithmetic only). Output
+// y [..., N], x's dtype.
 // Attribute approximate: "none" (erf GELU, default) or "tanh", as Gelu's.
 #include <algorithm>
 #include <cmath>
@@ -19,6 +20,7 @@
 #include "ops/registry.h"
 #include "ops/vector_math.h"
 #include "tensor/half.h"
+#include "tensor/int4_blocks.h"
 #include "xnnpack/dynamic_quant.h"
 #include "xnnpack/weights_cache.h"
 #include "xnnpack/matmul.h"
@@ -40,7 +42,13 @@ std::vector<TensorInfo> infer_geglu_ffn(const InferContext &ctx) {
     for (size_t i : {kW1, kW2})
         if (!is_float_weight_dtype(ctx.input(i).dtype, ctx.input(i).quant.present))
             ctx.error("input ", i, " is ", dtype_name(ctx.input(i).dtype),
-                      "; expected a float32, float16 or quantized 8-bit weight");
+                      "; expected a float32, float16 or quantized weight");
+    if (w1.quant.blockwise() != w2.quant.blockwise())
+        ctx.error("W1 and W2 must both be int4 or neither (W1 is ", dtype_name(w1.dtype), ", W2 ",
+                  dtype_name(w2.dtype), ")");
+    if (w1.quant.blockwise() && (w1.quant.axis != 1 || w2.quant.axis != 0))
+        ctx.error("int4 W1 [2H, C] and W2 [H, N] must have their blocks along C and H (axes 1 and 0), not ",
+                  w1.quant.axis, " and ", w2.quant.axis);
     const int64_t c = x.shape.back();
     if (w1.shape.size() != 2 || w1.shape[1] != c || w1.shape[0] % 2 != 0)
         ctx.error("W1 (transposed) must be [2H, C] = [2H, ", c, "], got ", shape_str(w1.shape));
@@ -122,7 +130,9 @@ int64_t block_width(const RunContext &ctx, int64_t tokens, int64_t h, bool int8)
     const size_t slice_row_bytes = sizeof(float) * static_cast<size_t>(std::max<int64_t>(tokens, 1));
     if (budget > 0) block = std::min<int64_t>(block, static_cast<int64_t>(budget / slice_row_bytes));
     if (ctx.is_streamed(kW1)) block = std::min(block, ctx.weight_chunk_rows(kW1, !int8) / 2);
-    if (ctx.is_streamed(kW2)) block = std::min(block, ctx.weight_chunk_rows(kW2, !int8));
+    // An int4 W2 is read whole (its rows are output channels, not hidden columns).
+    if (ctx.is_streamed(kW2) && !ctx.input(kW2).quant().blockwise())
+        block = std::min(block, ctx.weight_chunk_rows(kW2, !int8));
     // Whole SIMD tiles of XNNPACK's GEMM kernels where the budget allows.
     if (block < h && block > 16) block -= block % 16;
     return std::clamp<int64_t>(block, 1, std::max<int64_t>(h, 1));
@@ -153,6 +163,67 @@ bool int8_arithmetic(const RunContext &ctx, int64_t h, int64_t n) {
     };
     return ctx.options().int8_weight_arithmetic && xnn::has_dynamic_quant_kernels() && per_channel(kW1, 0, 2 * h) &&
            per_channel(kW2, 1, n);
+}
+
+// The block loop in int8 arithmetic with both weights blockwise int4 (tensor/int4_blocks.h): W1's rows are its
+// output channels, read block by block like int8 ones; W2's rows are its N output channels, each holding
+// every hidden column, so W2 is read whole (an eighth of its float32 bytes) and each block packs its columns
+// [j0, j1) of every row. `block` is a multiple of the int4 block. Fails with UNSUPPORTED on a CPU without
+// XNNPACK's qd8_f32_qb4w kernels.
+void run_blocks_int4(const RunContext &ctx, const float *xp, size_t m, int64_t h, int64_t n, int64_t block,
+                     const float *b1, const float *b2, bool tanh_approx, float *yp) {
+    const QuantParams &q1 = ctx.input(kW1).quant(), &q2 = ctx.input(kW2).quant();
+    int4::RowLayout l1, l2;
+    for (const auto &[q, l] : {std::pair<const QuantParams &, int4::RowLayout &>{q1, l1}, {q2, l2}}) {
+        const std::string why = int4::layout_of(q.logical_shape, q.axis, q.block, l);
+        if (!why.empty()) ctx.error(ONNXSTREAM_ERR_INVALID_MODEL, why);
+    }
+    const size_t k = static_cast<size_t>(l1.k), nn = static_cast<size_t>(n);
+    const auto tokens = static_cast<int64_t>(m);
+    const Tensor w2 = ctx.is_streamed(kW2) ? ctx.read_weight_rows(kW2, 0, n) : ctx.input(kW2);
+    Tensor xq_buffer = ctx.scratch(DType::I8, {static_cast<int64_t>(m * k + xnn::kQuantizedSlack)});
+    Tensor hq_buffer = ctx.scratch(DType::I8, {tokens * block + static_cast<int64_t>(xnn::kQuantizedSlack)});
+    xnn::QuantizedRows xq, hq;
+    xq.values = xq_buffer.data<int8_t>();
+    hq.values = hq_buffer.data<int8_t>();
+    xnn::quantize_rows(m, k, xp, k, xq, ctx.pool());
+    Tensor codes1 = ctx.scratch(DType::U8, {block * l1.code_bytes()});
+    Tensor scales1 = ctx.scratch(DType::U16, {block * l1.scales_per_row()});
+    Tensor codes2 = ctx.scratch(DType::U8, {n * block / 2}), scales2 = ctx.scratch(DType::U16, {n * block / l2.block});
+    Tensor ha = ctx.scratch(DType::F32, {tokens, block}), hg = ctx.scratch(DType::F32, {tokens, block});
+    auto unsupported = [&] {
+        ctx.error(ONNXSTREAM_ERR_UNSUPPORTED, "int4 weights need XNNPACK's qd8_f32_qb4w fully connected kernels, "
+                  "which this CPU lacks");
+    };
+    ChunkSum sum(ctx, yp, m * nn);
+    for (int64_t j0 = 0; j0 < h; j0 += block) {
+        const int64_t j1 = std::min(h, j0 + block);
+        const size_t w = static_cast<size_t>(j1 - j0);
+        for (const bool gate : {false, true}) {
+            const int64_t r0 = gate ? h + j0 : j0, r1 = r0 + (j1 - j0);
+            const Tensor rows = ctx.is_streamed(kW1) ? ctx.read_weight_rows(kW1, r0, r1) : Tensor();
+            const uint8_t *stored =
+                rows.empty() ? ctx.input(kW1).data<uint8_t>() + r0 * l1.row_bytes() : rows.data<uint8_t>();
+            int4::split_rows(stored, r0, r1 - r0, l1, 0, l1.k, codes1.data<uint8_t>(), scales1.data<uint16_t>(),
+                             ctx.node.where);
+            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(kW1, r0));
+            auto fc = xnn::FullyConnectedQd8::create_int4(k, w, static_cast<size_t>(l1.block), codes1.data<uint8_t>(),
+                                                          scales1.data<uint16_t>(), b1 ? b1 + r0 : nullptr, w);
+            if (!fc) unsupported();
+            fc->run(m, xq, (gate ? hg : ha).data<float>(), ctx.pool());
+        }
+        geglu_in_place(ctx, ha.data<float>(), hg.data<float>(), m * w, tanh_approx);
+        xnn::quantize_rows(m, w, ha.data<float>(), w, hq, ctx.pool());
+        int4::split_rows(w2.data<uint8_t>(), 0, n, l2, j0, j1, codes2.data<uint8_t>(), scales2.data<uint16_t>(),
+                         ctx.node.where);
+        xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(kW2, j0));
+        auto fc = xnn::FullyConnectedQd8::create_int4(w, nn, static_cast<size_t>(l2.block), codes2.data<uint8_t>(),
+                                                      scales2.data<uint16_t>(), j0 == 0 ? b2 : nullptr, nn);
+        if (!fc) unsupported();
+        fc->run(m, hq, sum.target(j0 == 0), ctx.pool());
+        sum.add(j0 == 0);
+    }
+    ctx.count_int8();
 }
 
 // Rows [r0, r1) of int8 weight input wi: read from the provider when the weight streams, else a view into it.
@@ -209,7 +280,10 @@ bool run_blocks_int8(const RunContext &ctx, const float *xp, size_t m, int64_t c
 
 void run_geglu_ffn(RunContext &ctx) {
     const Tensor &x = ctx.input(kX);
-    const int64_t c = x.shape().back(), h = ctx.input(kW1).dim(0) / 2, n = ctx.input(kW2).dim(1);
+    // An int4 W2 is held as its N stored rows (tensor/int4_blocks.h); W1's stored rows are its 2H rows either way.
+    const bool int4 = ctx.input(kW2).quant().blockwise();
+    const int64_t c = x.shape().back(), h = ctx.input(kW1).dim(0) / 2,
+                  n = int4 ? ctx.input(kW2).quant().logical_shape[1] : ctx.input(kW2).dim(1);
     const int64_t tokens = c > 0 ? x.numel() / c : 0;
     Tensor &y = ctx.alloc_output(0);
     Tensor y_holder;
@@ -229,6 +303,15 @@ void run_geglu_ffn(RunContext &ctx) {
     Tensor x_holder;
     const float *xp = as_f32(ctx, x, x_holder);
     const bool tanh_approx = ctx.attrs().get_string("approximate", "none") == "tanh";
+    if (int4) {
+        // Whole int4 blocks of hidden columns (H is a multiple of the block: the weights' layout says so).
+        const int64_t quantum = ctx.input(kW2).quant().block;
+        int64_t block = block_width(ctx, tokens, h, true);
+        block = std::max(quantum, block - block % quantum);
+        run_blocks_int4(ctx, xp, static_cast<size_t>(tokens), h, n, block, b1, b2, tanh_approx, yp);
+        if (!y_holder.empty()) store_f32_output(ctx, y, y_holder);
+        return;
+    }
     if (int8_arithmetic(ctx, h, n) && run_blocks_int8(ctx, xp, static_cast<size_t>(tokens), c, h, n,
                                                       block_width(ctx, tokens, h, true), b1, b2, tanh_approx, yp)) {
         if (!y_holder.empty()) store_f32_output(ctx, y, y_holder);

@@ -140,8 +140,8 @@ void fc_weight_int4(const RunContext &ctx, size_t wi, const float *x, size_t m, 
     auto create = [&](const Tensor &stored, int64_t r0, int64_t rows) {
         Tensor codes = ctx.scratch(DType::U8, {rows * l.code_bytes()});
         Tensor scales = ctx.scratch(DType::U16, {rows * l.scales_per_row()});
-        int4::split_rows(stored.data<uint8_t>(), r0, rows, l, codes.data<uint8_t>(), scales.data<uint16_t>(),
-                         ctx.node.where);
+        int4::split_rows(stored.data<uint8_t>(), r0, rows, l, 0, l.k, codes.data<uint8_t>(),
+                         scales.data<uint16_t>(), ctx.node.where);
         std::shared_ptr<xnn::FullyConnectedQd8> fc =
             xnn::FullyConnectedQd8::create_int4(k, static_cast<size_t>(rows), static_cast<size_t>(l.block),
                                                 codes.data<uint8_t>(), scales.data<uint16_t>(),

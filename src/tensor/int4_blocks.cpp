@@ -87,20 +87,22 @@ float value_at(const uint8_t *row, const RowLayout &l, int64_t k) {
     return static_cast<float>(code - static_cast<int>(kZeroCode)) * scale;
 }
 
-void split_rows(const uint8_t *stored, int64_t first_row, int64_t rows, const RowLayout &l, uint8_t *codes,
-                uint16_t *scales, const std::string &what) {
-    const size_t code_bytes = static_cast<size_t>(l.code_bytes());
-    const int64_t per_row = l.scales_per_row();
+void split_rows(const uint8_t *stored, int64_t first_row, int64_t rows, const RowLayout &l, int64_t k0, int64_t k1,
+                uint8_t *codes, uint16_t *scales, const std::string &what) {
+    if (k0 < 0 || k1 > l.k || k0 >= k1 || k0 % l.block != 0 || k1 % l.block != 0)
+        fail(ONNXSTREAM_ERR_INTERNAL, what, ": int4 inputs [", k0, ", ", k1, ") are not whole blocks of ", l.block);
+    const size_t code_bytes = static_cast<size_t>((k1 - k0) / 2);
+    const int64_t per_row = (k1 - k0) / l.block;
     for (int64_t r = 0; r < rows; ++r) {
         const uint8_t *row = stored + r * l.row_bytes();
-        std::memcpy(codes + static_cast<size_t>(r) * code_bytes, row, code_bytes);
-        const uint8_t *s = row + code_bytes;
+        std::memcpy(codes + static_cast<size_t>(r) * code_bytes, row + k0 / 2, code_bytes);
+        const uint8_t *s = row + l.code_bytes() + 2 * (k0 / l.block);
         for (int64_t b = 0; b < per_row; ++b) {
             const uint16_t bits = static_cast<uint16_t>(s[2 * b] | (s[2 * b + 1] << 8));
             const float v = bfloat16_to_float(bits);
             if (!(v > 0.0f) || !std::isnormal(v))
                 fail(ONNXSTREAM_ERR_INVALID_MODEL, what, ": int4 scale ", v, " of output channel ", first_row + r,
-                     ", block ", b, " is not a positive normal number");
+                     ", block ", k0 / l.block + b, " is not a positive normal number");
             scales[r * per_row + b] = bits;
         }
     }

@@ -47,10 +47,11 @@ void quantize_row(const float *w, int64_t stride, const RowLayout &l, uint8_t *r
 // The value of element k of a stored row (for references and tests).
 float value_at(const uint8_t *row, const RowLayout &l, int64_t k);
 
-// Splits `rows` stored rows into the two arrays XNNPACK takes: every row's codes back to back, and the scales
-// [rows][K / block] as bfloat16 bits. Throws INVALID_MODEL (naming `what` and the output channel, the
-// stored rows being channels first_row...) when a scale is not positive, finite and normal.
-void split_rows(const uint8_t *stored, int64_t first_row, int64_t rows, const RowLayout &l, uint8_t *codes,
-                uint16_t *scales, const std::string &what);
+// Splits `rows` stored rows, restricted to the inputs [k0, k1) (multiples of the block), into the two arrays
+// XNNPACK takes: every row's codes back to back, and the scales [rows][(k1 - k0) / block] as bfloat16 bits.
+// Throws INVALID_MODEL (naming `what` and the output channel, the stored rows being channels first_row...)
+// when a scale is not positive, finite and normal.
+void split_rows(const uint8_t *stored, int64_t first_row, int64_t rows, const RowLayout &l, int64_t k0, int64_t k1,
+                uint8_t *codes, uint16_t *scales, const std::string &what);
 
 } // namespace onnxstream::int4
