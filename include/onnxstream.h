@@ -640,8 +640,8 @@ typedef struct onnxstream_convert_options {
         applies to them). 2 "w8a8" (since 0.3): the same weights as uint8 asymmetric with one scale and
         zero point per tensor (OnnxStream's `uint8[scale,zero_point]`), plus a range_data.txt calibrated by
         running the float32 model on calibration_inputs, so those ops compute in uint8 (static W8A8).
-        3 "w4" (since 0.18): the w8 weights read only as B of MatMul or Gemm whose K is a multiple of 32
-        are stored as blockwise int4 (blocks of 32 along K, one bfloat16 scale each; model.txt
+        3 "w4" (since 0.18): the w8 weights read only as B of MatMul or Gemm or as the two weights of the
+        fused GEGLU feed-forward, whose K is a multiple of 32, are stored as blockwise int4 (blocks of 32 along K, one bfloat16 scale each; model.txt
         `file.bin(int4[32,axis]:...)`), the others as w8 does. int4 weights compute only in int8 arithmetic
         through XNNPACK's 2024 API: a library built against the 2022-02 API refuses such a model at load
         with ONNXSTREAM_ERR_UNSUPPORTED. Any other value is ONNXSTREAM_ERR_INVALID_ARGUMENT. */

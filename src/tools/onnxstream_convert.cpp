@@ -20,7 +20,7 @@ const char *kUsage =
     "                         pattern (fnmatch) in float32, e.g. '*norm*' (repeatable)\n"
     "  --quantize w8          store Conv/Gemm/MatMul weights (>= 4096 elements) as int8 with one float32\n"
     "                         scale per output channel (about 1/4 of their float32 bytes)\n"
-    "  --quantize w4          store MatMul/Gemm weights (>= 4096 elements, K a multiple of 32) as int4 in\n"
+    "  --quantize w4          store MatMul/Gemm/GEGLU weights (>= 4096 elements, K a multiple of 32) as int4 in\n"
     "                         blocks of 32 with one bfloat16 scale each (about 1/7 of their float32 bytes;\n"
     "                         they run only on XNNPACK 2024 builds) and the other w8 weights as int8\n"
     "  --quantize w8a8        store the same weights as uint8 with one scale/zero point each and write a\n"
