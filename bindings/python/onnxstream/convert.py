@@ -72,7 +72,7 @@ def convert(onnx_path: PathLike, out_dir: PathLike, *, fp16: bool = False,
       ``keep_fp32_list``: the same as one ``;``-separated string. Both apply.
     - ``input_shapes``: fixed shapes for inputs with symbolic dimensions, as a mapping
       (``{"sample": (1, 4, 64, 64)}``) or as ``"NAME=d0,d1,..."`` strings.
-    - ``quantize``: ``Quantize.NONE``, ``W8`` or ``W8A8`` (names accepted: ``"w8"``).
+    - ``quantize``: ``Quantize.NONE``, ``W8``, ``W8A8`` or ``W4`` (names accepted: ``"w8"``, ``"w4"``).
     - ``calibration_inputs``: for W8A8, a folder with one subfolder per calibration run holding one
       NAME.npy per graph input.
     - ``report(level, message)``: the conversion report (INFO) and each warning (WARNING), called on

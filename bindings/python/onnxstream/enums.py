@@ -115,6 +115,8 @@ class Quantize(enum.IntEnum):
     NONE = 0
     W8 = 1  #: int8 weights, one float32 scale per output channel, dequantized at run time (W8A32)
     W8A8 = 2  #: uint8 weights and activations (static W8A8); needs calibration_inputs
+    #: blockwise int4 MatMul/Gemm/GEGLU weights, int8 for the rest; runs only on XNNPACK 2024 builds
+    W4 = 3
 
 
 class WeightsFormat(enum.IntEnum):

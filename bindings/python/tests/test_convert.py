@@ -43,6 +43,15 @@ def test_convert_to_model_safetensors(yolo, tmp_path):
 
 
 @needs_convert
+def test_convert_w4(yolo, tmp_path):
+    # YOLOv8n has no MatMul, Gemm or feed-forward weight: w4 stores its convolutions as int8, as w8 does.
+    w4 = onnxstream.convert(yolo.onnx_path, tmp_path / "w4", quantize="w4")
+    w8 = onnxstream.convert(yolo.onnx_path, tmp_path / "w8", quantize=onnxstream.Quantize.W8)
+    assert (w4 / "model.txt").read_text() == (w8 / "model.txt").read_text()
+    assert "int8[@" in (w4 / "model.txt").read_text() and "int4[" not in (w4 / "model.txt").read_text()
+
+
+@needs_convert
 def test_convert_errors(yolo, tmp_path):
     with pytest.raises(Error) as e:
         onnxstream.convert(tmp_path / "missing.onnx", tmp_path / "out")
@@ -61,7 +70,7 @@ def test_convert_errors(yolo, tmp_path):
         onnxstream.convert(not_onnx, tmp_path / "out2")
     assert e.value.status == Status.INVALID_MODEL
 
-    for kwargs in (dict(quantize=7), dict(quantize="w4"), dict(keep_fp32="*norm*"),
+    for kwargs in (dict(quantize=7), dict(quantize="w2"), dict(keep_fp32="*norm*"),
                    dict(calibration_inputs=tmp_path),  # calibration_inputs only with W8A8
                    dict(weights=7), dict(weights="zip"), dict(weights=True)):
         with pytest.raises(Error) as e:
