@@ -172,12 +172,7 @@ bool int8_arithmetic(const RunContext &ctx, int64_t h, int64_t n) {
 // XNNPACK's qd8_f32_qb4w kernels.
 void run_blocks_int4(const RunContext &ctx, const float *xp, size_t m, int64_t h, int64_t n, int64_t block,
                      const float *b1, const float *b2, bool tanh_approx, float *yp) {
-    const QuantParams &q1 = ctx.input(kW1).quant(), &q2 = ctx.input(kW2).quant();
-    int4::RowLayout l1, l2;
-    for (const auto &[q, l] : {std::pair<const QuantParams &, int4::RowLayout &>{q1, l1}, {q2, l2}}) {
-        const std::string why = int4::layout_of(q.logical_shape, q.axis, q.block, l);
-        if (!why.empty()) ctx.error(ONNXSTREAM_ERR_INVALID_MODEL, why);
-    }
+    const int4::RowLayout l1 = int4_layout(ctx, kW1), l2 = int4_layout(ctx, kW2);
     const size_t k = static_cast<size_t>(l1.k), nn = static_cast<size_t>(n);
     const auto tokens = static_cast<int64_t>(m);
     const Tensor w2 = ctx.is_streamed(kW2) ? ctx.read_weight_rows(kW2, 0, n) : ctx.input(kW2);
@@ -187,14 +182,7 @@ void run_blocks_int4(const RunContext &ctx, const float *xp, size_t m, int64_t h
     xq.values = xq_buffer.data<int8_t>();
     hq.values = hq_buffer.data<int8_t>();
     xnn::quantize_rows(m, k, xp, k, xq, ctx.pool());
-    Tensor codes1 = ctx.scratch(DType::U8, {block * l1.code_bytes()});
-    Tensor scales1 = ctx.scratch(DType::U16, {block * l1.scales_per_row()});
-    Tensor codes2 = ctx.scratch(DType::U8, {n * block / 2}), scales2 = ctx.scratch(DType::U16, {n * block / l2.block});
     Tensor ha = ctx.scratch(DType::F32, {tokens, block}), hg = ctx.scratch(DType::F32, {tokens, block});
-    auto unsupported = [&] {
-        ctx.error(ONNXSTREAM_ERR_UNSUPPORTED, "int4 weights need XNNPACK's qd8_f32_qb4w fully connected kernels, "
-                  "which this CPU lacks");
-    };
     ChunkSum sum(ctx, yp, m * nn);
     for (int64_t j0 = 0; j0 < h; j0 += block) {
         const int64_t j1 = std::min(h, j0 + block);
@@ -204,23 +192,13 @@ void run_blocks_int4(const RunContext &ctx, const float *xp, size_t m, int64_t h
             const Tensor rows = ctx.is_streamed(kW1) ? ctx.read_weight_rows(kW1, r0, r1) : Tensor();
             const uint8_t *stored =
                 rows.empty() ? ctx.input(kW1).data<uint8_t>() + r0 * l1.row_bytes() : rows.data<uint8_t>();
-            int4::split_rows(stored, r0, r1 - r0, l1, 0, l1.k, codes1.data<uint8_t>(), scales1.data<uint16_t>(),
-                             ctx.node.where);
-            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(kW1, r0));
-            auto fc = xnn::FullyConnectedQd8::create_int4(k, w, static_cast<size_t>(l1.block), codes1.data<uint8_t>(),
-                                                          scales1.data<uint16_t>(), b1 ? b1 + r0 : nullptr, w);
-            if (!fc) unsupported();
-            fc->run(m, xq, (gate ? hg : ha).data<float>(), ctx.pool());
+            int4_fully_connected(ctx, kW1, r0, stored, r0, r1 - r0, l1, 0, l1.k, b1 ? b1 + r0 : nullptr, w)
+                ->run(m, xq, (gate ? hg : ha).data<float>(), ctx.pool());
         }
         geglu_in_place(ctx, ha.data<float>(), hg.data<float>(), m * w, tanh_approx);
         xnn::quantize_rows(m, w, ha.data<float>(), w, hq, ctx.pool());
-        int4::split_rows(w2.data<uint8_t>(), 0, n, l2, j0, j1, codes2.data<uint8_t>(), scales2.data<uint16_t>(),
-                         ctx.node.where);
-        xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(kW2, j0));
-        auto fc = xnn::FullyConnectedQd8::create_int4(w, nn, static_cast<size_t>(l2.block), codes2.data<uint8_t>(),
-                                                      scales2.data<uint16_t>(), j0 == 0 ? b2 : nullptr, nn);
-        if (!fc) unsupported();
-        fc->run(m, hq, sum.target(j0 == 0), ctx.pool());
+        int4_fully_connected(ctx, kW2, j0, w2.data<uint8_t>(), 0, n, l2, j0, j1, j0 == 0 ? b2 : nullptr, nn)
+            ->run(m, hq, sum.target(j0 == 0), ctx.pool());
         sum.add(j0 == 0);
     }
     ctx.count_int8();

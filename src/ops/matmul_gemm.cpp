@@ -127,36 +127,17 @@ bool fc_weight_int8(const RunContext &ctx, size_t wi, const float *x, size_t m, 
 // is split into XNNPACK's code and scale arrays and packed. A build or CPU without XNNPACK's qd8_f32_qb4w
 // kernels fails here with UNSUPPORTED; nothing dequantizes int4 weights to float32.
 void fc_weight_int4(const RunContext &ctx, size_t wi, const float *x, size_t m, const float *bias, float *y) {
-    const Tensor &w = ctx.input(wi);
-    const QuantParams &q = w.quant();
-    int4::RowLayout l;
-    const std::string why = int4::layout_of(q.logical_shape, q.axis, q.block, l);
-    if (!why.empty()) ctx.error(ONNXSTREAM_ERR_INVALID_MODEL, why);
+    const int4::RowLayout l = int4_layout(ctx, wi);
     const size_t k = static_cast<size_t>(l.k), n = static_cast<size_t>(l.n);
     Tensor xq_buffer = ctx.scratch(DType::I8, {static_cast<int64_t>(m * k + xnn::kQuantizedSlack)});
     xnn::QuantizedRows xq;
     xq.values = xq_buffer.data<int8_t>();
     xnn::quantize_rows(m, k, x, k, xq, ctx.pool());
-    auto create = [&](const Tensor &stored, int64_t r0, int64_t rows) {
-        Tensor codes = ctx.scratch(DType::U8, {rows * l.code_bytes()});
-        Tensor scales = ctx.scratch(DType::U16, {rows * l.scales_per_row()});
-        int4::split_rows(stored.data<uint8_t>(), r0, rows, l, 0, l.k, codes.data<uint8_t>(),
-                         scales.data<uint16_t>(), ctx.node.where);
-        std::shared_ptr<xnn::FullyConnectedQd8> fc =
-            xnn::FullyConnectedQd8::create_int4(k, static_cast<size_t>(rows), static_cast<size_t>(l.block),
-                                                codes.data<uint8_t>(), scales.data<uint16_t>(),
-                                                bias ? bias + r0 : nullptr, n);
-        if (!fc)
-            ctx.error(ONNXSTREAM_ERR_UNSUPPORTED, "int4 weights need XNNPACK's qd8_f32_qb4w fully connected kernels, ",
-                      "which this CPU lacks");
-        return fc;
-    };
     if (!ctx.is_streamed(wi)) {
         const std::shared_ptr<FcState> kept = kept_fc(ctx, wi, k, n, false);
         std::shared_ptr<xnn::FullyConnectedQd8> fc = kept ? kept->qd8 : nullptr;
         if (!fc) {
-            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(wi));
-            fc = create(w, 0, l.n);
+            fc = int4_fully_connected(ctx, wi, 0, ctx.input(wi).data<uint8_t>(), 0, l.n, l, 0, l.k, bias, n);
             if (kept) kept->qd8 = fc;
         }
         fc->run(m, xq, y, ctx.pool());
@@ -164,8 +145,10 @@ void fc_weight_int4(const RunContext &ctx, size_t wi, const float *x, size_t m, 
         const int64_t step = ctx.weight_chunk_rows(wi, /*float_bytes=*/false);
         for (int64_t r0 = 0; r0 < l.n; r0 += step) {
             const int64_t r1 = std::min(l.n, r0 + step);
-            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(wi, r0));
-            create(ctx.read_weight_rows(wi, r0, r1), r0, r1 - r0)->run(m, xq, y + r0, ctx.pool());
+            const Tensor rows = ctx.read_weight_rows(wi, r0, r1);
+            int4_fully_connected(ctx, wi, r0, rows.data<uint8_t>(), r0, r1 - r0, l, 0, l.k, bias ? bias + r0 : nullptr,
+                                 n)
+                ->run(m, xq, y + r0, ctx.pool());
         }
     }
     ctx.count_int8();

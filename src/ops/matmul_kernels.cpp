@@ -5,6 +5,7 @@
 
 #include "tensor/half.h"
 #include "xnnpack/matmul.h"
+#include "xnnpack/weights_cache.h"
 
 namespace onnxstream {
 
@@ -12,6 +13,32 @@ Tensor f32_copy_of_f16(const RunContext &ctx, const Tensor &t) {
     Tensor f = ctx.scratch(DType::F32, t.shape());
     half_to_float_n(t.data<uint16_t>(), f.data<float>(), static_cast<size_t>(t.numel()));
     return f;
+}
+
+int4::RowLayout int4_layout(const RunContext &ctx, size_t wi) {
+    const QuantParams &q = ctx.input(wi).quant();
+    int4::RowLayout l;
+    const std::string why = int4::layout_of(q.logical_shape, q.axis, q.block, l);
+    if (!why.empty()) ctx.error(ONNXSTREAM_ERR_INVALID_MODEL, why);
+    return l;
+}
+
+std::shared_ptr<xnn::FullyConnectedQd8> int4_fully_connected(const RunContext &ctx, size_t wi, int64_t key_row,
+                                                             const uint8_t *stored, int64_t first_row, int64_t rows,
+                                                             const int4::RowLayout &l, int64_t k0, int64_t k1,
+                                                             const float *bias, size_t y_stride) {
+    Tensor codes = ctx.scratch(DType::U8, {rows * (k1 - k0) / 2});
+    Tensor scales = ctx.scratch(DType::U16, {rows * (k1 - k0) / l.block});
+    int4::split_rows(stored, first_row, rows, l, k0, k1, codes.data<uint8_t>(), scales.data<uint16_t>(),
+                     ctx.node.where);
+    xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(wi, key_row));
+    std::shared_ptr<xnn::FullyConnectedQd8> fc = xnn::FullyConnectedQd8::create_int4(
+        static_cast<size_t>(k1 - k0), static_cast<size_t>(rows), static_cast<size_t>(l.block),
+        codes.data<uint8_t>(), scales.data<uint16_t>(), bias, y_stride);
+    if (!fc)
+        ctx.error(ONNXSTREAM_ERR_UNSUPPORTED,
+                  "int4 weights need XNNPACK's qd8_f32_qb4w fully connected kernels, which this CPU lacks");
+    return fc;
 }
 
 float *ChunkSum::target(bool first_chunk) {

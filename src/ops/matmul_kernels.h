@@ -10,6 +10,8 @@
 #include <pthreadpool.h>
 
 #include "ops/op.h"
+#include "tensor/int4_blocks.h"
+#include "xnnpack/dynamic_quant.h"
 
 namespace onnxstream {
 
@@ -32,6 +34,20 @@ private:
     size_t count_;
     Tensor partial_;
 };
+
+// The row layout of blockwise int4 weight input wi (its declared shape and block); INVALID_MODEL when the
+// declaration does not describe one.
+int4::RowLayout int4_layout(const RunContext &ctx, size_t wi);
+
+// XNNPACK's int4 fully connected operator for `rows` stored rows of int4 weight input wi (at `stored`), the
+// output channels first_row..., restricted to the inputs [k0, k1): the rows are split into XNNPACK's code and
+// scale arrays and packed, looked up first in the packed store under the weight's chunk key_row. Shared by
+// MatMul, Gemm and the GEGLU feed-forward; int4 weights have no other path, so a CPU without XNNPACK's
+// qd8_f32_qb4w kernels fails here with UNSUPPORTED.
+std::shared_ptr<xnn::FullyConnectedQd8> int4_fully_connected(const RunContext &ctx, size_t wi, int64_t key_row,
+                                                             const uint8_t *stored, int64_t first_row, int64_t rows,
+                                                             const int4::RowLayout &l, int64_t k0, int64_t k1,
+                                                             const float *bias, size_t y_stride);
 
 // y[b] = a[ia(b)] * b[ib(b)] over the broadcast batch shape y_batch: which a and b slice each output slice uses.
 struct BatchPlan {
