@@ -24,7 +24,6 @@ usage: w4_test.py --convert EXE --run EXE --node NODE --work DIR
 On a build against XNNPACK's 2022-02 API every int4 model must be refused at load with
 ONNXSTREAM_ERR_UNSUPPORTED naming the missing kernels.
 """
-import argparse
 import json
 import os
 import re
@@ -233,15 +232,7 @@ def bad_inputs(a, folder, has_kernels):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--convert", required=True)
-    ap.add_argument("--run", required=True)
-    ap.add_argument("--node", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    a.convert, a.run = cross_exe.wrap(a.convert), cross_exe.wrap(a.run)
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
+    a = cross_exe.convert_and_run_args()
     rng = np.random.default_rng(11)
     model = float_model(rng)
     onnx_path = os.path.join(a.work, "model.onnx")

@@ -14,7 +14,6 @@ usage: w8a8_test.py --convert EXE --run EXE --node NODE --work DIR
    quanta of the last output and most elements must match within one.
 3. Bad range data: malformed line, unknown name, min > max -> onnxstream-run fails naming the problem.
 """
-import argparse
 import json
 import os
 import re
@@ -167,15 +166,7 @@ def run_ours(run_exe, model_dir, x_path, out_dir, extra=()):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--convert", required=True)
-    ap.add_argument("--run", required=True)
-    ap.add_argument("--node", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    a.convert, a.run = cross_exe.wrap(a.convert), cross_exe.wrap(a.run)
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
+    a = cross_exe.convert_and_run_args()
     rng = np.random.default_rng(7)
     model = float_model(rng)
     onnx_path = os.path.join(a.work, "model.onnx")
