@@ -103,7 +103,7 @@ Graph::Graph(ModelText text, const std::string &source) : text_(std::move(text))
                     int4::RowLayout layout;
                     int4::layout_of(ref.shape, ref.quant.axis, ref.quant.block, layout); // checked by the parser
                     in.weight.dtype = DType::U8;
-                    in.weight.shape = {layout.n, layout.row_bytes()};
+                    in.weight.shape = layout.stored_shape();
                     in.weight.quant.logical_shape = ref.shape;
                 }
                 if (node.def && node.def->ohwi_weight_input == static_cast<int>(k) && ref.shape.size() == 4)

@@ -27,6 +27,8 @@ struct RowLayout {
     int64_t code_bytes() const { return k / 2; }
     int64_t scales_per_row() const { return k / block; }
     int64_t row_bytes() const { return code_bytes() + 2 * scales_per_row(); }
+    // The uint8 tensor the file holds: one row per output channel.
+    Shape stored_shape() const { return {n, row_bytes()}; }
 };
 
 // The layout of a weight declared `int4[block,axis]` with `shape`; an empty string, or why it is not valid

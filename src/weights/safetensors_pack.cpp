@@ -96,7 +96,7 @@ std::vector<Packed> collect(const std::string &folder, const ModelText &model, c
                 int4::RowLayout l;
                 const std::string why = int4::layout_of(ref.shape, ref.quant.axis, ref.quant.block, l);
                 if (!why.empty()) fail(ONNXSTREAM_ERR_INVALID_MODEL, where, ": ", why);
-                c.add(ref.name, StoredDType::U8, {l.n, l.row_bytes()}, true, where);
+                c.add(ref.name, StoredDType::U8, l.stored_shape(), true, where);
                 continue;
             }
             const StoredDType dtype = stored_dtype_of(ref.dtype);
