@@ -83,7 +83,7 @@ static onnxstream_status_t encode_prompt(onnxstream_model_t *te, const sd_tokeni
         chunk_input(&chunks, c, spec->pad_id, ids, weights);
         int64_t shape[2] = {1, SD_TOKENIZER_CONTEXT};
         s = onnxstream_model_push_tensor(te, spec->input_name, ONNXSTREAM_DTYPE_INT64, 2, shape, ids, sizeof ids);
-        if (s == ONNXSTREAM_OK) s = onnxstream_model_run(te);
+        if (s == ONNXSTREAM_OK) s = sd_run(te, &out->weights_read);
         if (s != ONNXSTREAM_OK) {
             sd_fail(err, err_size, s, "text encoder: %s", onnxstream_model_last_error(te));
             break;
@@ -129,8 +129,10 @@ onnxstream_status_t sd_encode_prompts(onnxstream_model_t *te, const sd_tokenizer
     s = encode_prompt(te, tok, spec, negative, cond->chunks, uncond, err, err_size);
     if (s == ONNXSTREAM_OK && uncond->chunks > cond->chunks) { /* the negative prompt is the longer one */
         size_t chunks = uncond->chunks;
+        uint64_t read_before = cond->weights_read;
         sd_text_encoding_free(cond);
         s = encode_prompt(te, tok, spec, prompt, chunks, cond, err, err_size);
+        cond->weights_read += read_before;
     }
     if (s != ONNXSTREAM_OK) {
         sd_text_encoding_free(cond);
@@ -158,6 +160,7 @@ onnxstream_status_t sd_text_encoding_concat(sd_text_encoding_t *a, sd_text_encod
         out->width = width;
         out->pooled = b->pooled; /* ownership moves */
         out->pooled_width = b->pooled_width;
+        out->weights_read = a->weights_read + b->weights_read;
         b->pooled = NULL;
     }
     sd_text_encoding_free(a);

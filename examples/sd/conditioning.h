@@ -18,6 +18,7 @@ typedef struct sd_text_encoding {
     size_t chunks, width;
     float *pooled;       /* pooled_width floats from the first chunk; NULL when not asked for */
     size_t pooled_width;
+    uint64_t weights_read; /* weight bytes the text encoder read to compute it */
 } sd_text_encoding_t;
 
 /* How to drive one text encoder. */

@@ -164,6 +164,8 @@ typedef struct denoise_ctx {
     double cfg;                 /* 1: no guidance, one UNet run per evaluation */
     size_t n;                   /* latent floats of one sample */
     float *sample, *eps, *ctx2, *pooled2; /* work buffers */
+    uint64_t weights_read;      /* summed over the UNet's runs */
+    unsigned runs;
     char *err;
     size_t err_size;
 } denoise_ctx_t;
@@ -190,7 +192,8 @@ static onnxstream_status_t unet_run(denoise_ctx_t *d, const float *sample, const
     if (s == ONNXSTREAM_OK) s = push_f32(d->unet, "encoder_hidden_states", 3, cshape, context);
     if (s == ONNXSTREAM_OK && d->xl) s = push_f32(d->unet, "text_embeds", 2, pshape, pooled);
     if (s == ONNXSTREAM_OK && d->xl) s = push_f32(d->unet, "time_ids", 2, ishape, d->time_ids);
-    if (s == ONNXSTREAM_OK) s = onnxstream_model_run(d->unet);
+    if (s == ONNXSTREAM_OK) s = sd_run(d->unet, &d->weights_read);
+    if (s == ONNXSTREAM_OK) ++d->runs;
     if (s != ONNXSTREAM_OK) return sd_fail(d->err, d->err_size, s, "unet: %s", onnxstream_model_last_error(d->unet));
     const float *out = NULL;
     s = output0(d->unet, "unet", batch * d->n, &out, d->err, d->err_size);
@@ -252,9 +255,9 @@ static onnxstream_status_t run_text_encoder(const sd_pipeline_options_t *o, cons
                               err_size);
     onnxstream_model_destroy(te); /* only one model's working set at a time */
     if (s == ONNXSTREAM_OK && !o->quiet)
-        fprintf(stderr, "text encoder: %s, %zu chunk(s) x %d prompt(s) in %.1f s\n", folder, cond->chunks,
-                with_negative ? 2 : 1,
-                sd_progress_now() - start);
+        fprintf(stderr, "text encoder: %s, %zu chunk(s) x %d prompt(s) in %.1f s, %.1f MB of weights read\n", folder,
+                cond->chunks, with_negative ? 2 : 1, sd_progress_now() - start,
+                (double)(cond->weights_read + uncond->weights_read) / 1e6);
     return s;
 }
 
@@ -450,6 +453,9 @@ static onnxstream_status_t diffuse(const sd_pipeline_options_t *o, float *latent
             else if (!o->quiet) sd_progress_update(&progress, i + 1);
         }
         if (!o->quiet) sd_progress_finish(&progress, sch.steps, "unet");
+        if (!o->quiet && d.runs)
+            fprintf(stderr, "unet: %u run(s), %.1f MB of weights read (%.1f MB per run)\n", d.runs,
+                    (double)d.weights_read / 1e6, (double)d.weights_read / 1e6 / d.runs);
         if (s == ONNXSTREAM_OK) sd_schedule_finish(&sch, latent, d.n);
         memcpy(lat_shape, d.sample_shape, sizeof d.sample_shape);
         lat_shape[0] = 1;
@@ -486,11 +492,12 @@ static void decoder_dir(const sd_pipeline_options_t *o, char *path, size_t size)
 /* Runs the decoder on one (1,C,h,w) latent (already divided by the latent scale); on success *out views
  * the (1,3,H,W) float32 output, valid until the model's next run. */
 static onnxstream_status_t vae_run(onnxstream_model_t *vae, const float *z, const int64_t shape[4],
-                                   onnxstream_tensor_view_t *out, char *err, size_t err_size) {
+                                   onnxstream_tensor_view_t *out, uint64_t *weights_read, char *err,
+                                   size_t err_size) {
     size_t n = (size_t)(shape[1] * shape[2] * shape[3]);
     onnxstream_status_t s =
         onnxstream_model_push_tensor(vae, "input.1", ONNXSTREAM_DTYPE_FLOAT32, 4, shape, z, n * sizeof(float));
-    if (s == ONNXSTREAM_OK) s = onnxstream_model_run(vae);
+    if (s == ONNXSTREAM_OK) s = sd_run(vae, weights_read);
     if (s == ONNXSTREAM_OK) {
         out->struct_size = sizeof *out;
         s = onnxstream_model_get_output(vae, 0, out);
@@ -509,8 +516,8 @@ static onnxstream_status_t vae_run(onnxstream_model_t *vae, const float *z, cons
  */
 static onnxstream_status_t decode_tiles(const sd_pipeline_options_t *o, onnxstream_model_t *vae,
                                         const char *decoder_path, const float *latent, const int64_t lat[4],
-                                        const int64_t tile[4], float **image, int *img_w, int *img_h, char *err,
-                                        size_t err_size) {
+                                        const int64_t tile[4], float **image, int *img_w, int *img_h,
+                                        uint64_t *weights_read, char *err, size_t err_size) {
     const int lh = (int)lat[2], lw = (int)lat[3], th = (int)tile[2], tw = (int)tile[3], c = (int)lat[1];
     /* At most a quarter of the tile: more would multiply the tiles (stride = tile - overlap). */
     int overlap_y = o->tile_overlap < th / 4 ? o->tile_overlap : th / 4;
@@ -554,7 +561,7 @@ static onnxstream_status_t decode_tiles(const sd_pipeline_options_t *o, onnxstre
             } else {
                 onnxstream_tensor_view_t v;
                 int64_t shape[4] = {1, c, th, tw};
-                s = vae_run(vae, z, shape, &v, err, err_size);
+                s = vae_run(vae, z, shape, &v, weights_read, err, err_size);
                 if (s != ONNXSTREAM_OK) break;
                 decoded = (const float *)v.data;
                 oh = (int)v.shape[2];
@@ -645,6 +652,7 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
     char path[4096];
     int tiled = 0;
     double start = sd_progress_now();
+    uint64_t weights_read = 0;
     onnxstream_model_t *vae = NULL;
     onnxstream_status_t s = open_decoder(o, &vae, &tiled, path, sizeof path, err, err_size);
     if (s != ONNXSTREAM_OK) return s;
@@ -676,7 +684,7 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
     float *image = NULL;
     int w = 0, h = 0;
     if (tiled) {
-        s = decode_tiles(o, vae, path, latent, lat_shape, decl, &image, &w, &h, err, err_size);
+        s = decode_tiles(o, vae, path, latent, lat_shape, decl, &image, &w, &h, &weights_read, err, err_size);
     } else {
         size_t n = (size_t)(lat_shape[1] * lat_shape[2] * lat_shape[3]);
         float *z = malloc(n * sizeof(float));
@@ -684,7 +692,7 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
         for (size_t i = 0; z && i < n; ++i) z[i] = (float)(latent[i] / layout_of(o)->latent_scale);
         onnxstream_tensor_view_t v;
         int64_t shape[4] = {1, lat_shape[1], lat_shape[2], lat_shape[3]};
-        if (s == ONNXSTREAM_OK) s = vae_run(vae, z, shape, &v, err, err_size);
+        if (s == ONNXSTREAM_OK) s = vae_run(vae, z, shape, &v, &weights_read, err, err_size);
         free(z);
         if (s == ONNXSTREAM_OK) {
             w = (int)v.shape[3];
@@ -704,7 +712,8 @@ static onnxstream_status_t decode(const sd_pipeline_options_t *o, const float *l
     }
     onnxstream_model_destroy(vae);
     if (s == ONNXSTREAM_OK && !o->quiet)
-        fprintf(stderr, "vae decoder%s (%s): %.1f s\n", tiled ? " (tiled)" : "", path, sd_progress_now() - start);
+        fprintf(stderr, "vae decoder%s (%s): %.1f s, %.1f MB of weights read\n", tiled ? " (tiled)" : "", path,
+                sd_progress_now() - start, (double)weights_read / 1e6);
     if (s == ONNXSTREAM_OK && o->output) {
         uint8_t *rgb = malloc((size_t)w * (size_t)h * 3);
         if (!rgb) {

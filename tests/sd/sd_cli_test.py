@@ -148,6 +148,31 @@ def check_tile_cache(decode, work, want_png):
           f"--tile-cache without tiled decoding is refused ({r.stderr.strip()[-100:]})")
 
 
+def folder_weight_mb(folder):
+    """MB of a converted folder's weight files."""
+    return sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder) if f.endswith(".bin")) / 1e6
+
+
+def check_weights_read(stderr, models):
+    """The weight MB each model reports against the sizes of its folder's files: in memory mode min every
+    UNet run and every decoder tile reads each weight once; the text encoder reads only the embedding rows of
+    its tokens, so less than its files (two prompts)."""
+    unet = re.search(r"unet: 6 run\(s\), ([\d.]+) MB of weights read \(([\d.]+) MB per run\)", stderr)
+    want = folder_weight_mb(os.path.join(models, "unet_fp16"))
+    check(unet and abs(float(unet.group(2)) - want) <= 0.05 + 0.01 * want and
+          abs(float(unet.group(1)) - 6 * float(unet.group(2))) <= 0.1,
+          f"sd reports the UNet's weight MB per run: its files' {want:.2f} MB ({unet and unet.group(0)})")
+    vae = re.search(r"vae decoder \(tiled\) \([^)]*\): [\d.]+ s, ([\d.]+) MB of weights read", stderr)
+    want = 25 * folder_weight_mb(os.path.join(models, "vae_decoder_fp32_l16"))
+    check(vae and abs(float(vae.group(1)) - want) <= 0.05 + 0.01 * want,
+          f"sd reports the tile decoder's weight MB: 25 tiles x its files = {want:.1f} MB ({vae and vae.group(0)})")
+    te = re.search(r"text encoder: .* ([\d.]+) MB of weights read", stderr)
+    files = folder_weight_mb(os.path.join(models, "text_encoder_fp32"))
+    check(te and 0 < float(te.group(1)) < 2 * files,
+          f"sd reports the text encoder's weight MB: some, under twice its files' {files:.1f} MB "
+          f"({te and te.group(0)})")
+
+
 def main():
     sd, convert, cases, shared, node = sys.argv[1:6]
     sd, convert = cross_exe.wrap(sd), cross_exe.wrap(convert)
@@ -234,6 +259,7 @@ def main():
               f"--rpi-lowmem runs, decodes in the smaller tiles and reports peak RSS ({r.stderr.strip()[-160:]})")
         if r.returncode == 0:
             check(png_info(out5)[:2] == (64, 64), "--rpi-lowmem writes a 64x64 PNG")
+            check_weights_read(r.stderr, models)
         # Long prompts: 2 chunks of 75 tokens, concatenated.
         long_prompt = ", ".join(["a very detailed photograph of an astronaut riding a horse on mars"] * 8)
         r = subprocess.run([sd, "--print-tokens", "--tokenizer", tokenizer, "--prompt", long_prompt],
