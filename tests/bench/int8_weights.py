@@ -14,12 +14,14 @@ process per row and one script run:
   - blockwise int4 MatMul/Gemm weights and int8 for the rest (`--quantize w4`), in int8 arithmetic,
 in each memory mode of --modes, for YOLOv8n (../shared/data/yolov8n, its reference output), the full-size
 SD 1.5 text encoder and UNet (random weights, tests/bench/sd15.py's generator; ONNX Runtime's output as the
-reference). Figures: time of the last of --runs runs in one process, x ONNX Runtime, peak RSS
+reference); `--models ...,txt2img` adds the whole txt2img pipeline at fp16, int8 and int4 weights against ONNX
+Runtime's float32 pipeline (tests/bench/txt2img_precisions.py, run in the same script run, in the same modes). Figures: time of the last of --runs runs in one process, x ONNX Runtime, peak RSS
 (/usr/bin/time -v), weight bytes read per run, ops computed in int8, rel L2 against the reference.
 
 usage: tests/bench/int8_weights.py [--build build] [--build13 build-debian13] [--work /tmp/onnxstream-sd15]
                                    [--modes balanced,min] [--runs 2] [--threads 2]
-                                   [--models yolov8n,text_encoder,unet]
+                                   [--models yolov8n,text_encoder,unet,txt2img]
+                                   [--txt2img-precisions fp16,int8,int4] [--txt2img-steps 10] [--txt2img-seed 42]
 """
 
 import argparse
@@ -35,6 +37,7 @@ sys.path.insert(0, HERE)
 from debian12_vs_13 import run_json  # noqa: E402
 from sd15 import ensure_case  # noqa: E402
 from sd15_convert import debian13_tools, last_json, rel_l2, timed  # noqa: E402
+import txt2img_precisions  # noqa: E402
 
 # (label, converter options, onnxstream-run options)
 VARIANTS = [
@@ -55,14 +58,17 @@ def main():
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--size", choices=["full", "small"], default="full")
-    ap.add_argument("--models", default="yolov8n,unet")
+    ap.add_argument("--models", default="yolov8n,unet",
+                    help="of yolov8n, text_encoder, unet and txt2img (the whole pipeline: txt2img_precisions.py)")
+    txt2img_precisions.add_arguments(ap, "txt2img-")
     args = ap.parse_args()
 
     import numpy as np
     convert, run, node, work, logs = debian13_tools(args, "int8_weights.py")
     rows = []
 
-    for model in [m for m in args.models.split(",") if m]:
+    models = [m for m in args.models.split(",") if m]
+    for model in [m for m in models if m != "txt2img"]:
         if model == "yolov8n":
             data = os.path.join(SHARED, "data", "yolov8n")
             onnx = os.path.join(data, "yolov8n.onnx")
@@ -82,7 +88,7 @@ def main():
                                 os.path.join(logs, f"int8_ort_{model}.log"))
             title = TITLES[model]
         else:
-            sys.exit(f"int8_weights.py: unknown model {model} (expected yolov8n, text_encoder or unet)")
+            sys.exit(f"int8_weights.py: unknown model {model} (expected yolov8n, text_encoder, unet or txt2img)")
         rows.append((title, "fp32", "ONNX Runtime", "-", last_json(out)["runs_s"][-1], rss, None, None, None))
         print(rows[-1], flush=True)
 
@@ -120,6 +126,14 @@ def main():
         fmt = lambda v, f: "-" if v is None else format(v, f)  # noqa: E731
         print(f"| {model} | {weights} | {engine} | {mode} | {secs:.2f} | {secs / ort_time[model]:.2f} | {rss:.0f} "
               f"| {fmt(read_mb, '.1f')} | {fmt(int8_ops, 'd')} | {fmt(err, '.2g')} |")
+
+    if "txt2img" in models:
+        steps, seed = args.txt2img_steps, args.txt2img_seed
+        precisions = [p for p in args.txt2img_precisions.split(",") if p]
+        txt_rows = txt2img_precisions.txt2img(args.build, args.build13, args.work, precisions,
+                                              [m for m in args.modes.split(",") if m], steps, seed, args.threads,
+                                              args.size)
+        txt2img_precisions.print_table(txt_rows, steps, seed, args.threads, args.size)
 
 
 if __name__ == "__main__":
