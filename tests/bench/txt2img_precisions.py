@@ -15,8 +15,9 @@ int8 there) runs the same txt2img (--sampler euler, --steps, --seed, guidance 7.
   fp16  the default folder layout: text encoder float32, UNet float16, VAE decoder float32
   int8  every model converted with --quantize w8 (per-channel int8 weights)
   int4  every model converted with --quantize w4 (blockwise int4 MatMul/Gemm/GEGLU weights, int8 for the rest)
-`min` decodes in 32x32-latent tiles (--tiled-decode), the way a small board runs; `balanced` decodes the whole
-latent. Printed per run: time per UNet step, total time, peak RSS, weight MB read (text encoder + UNet + decoder,
+`min` decodes in 32x32-latent tiles (--tiled-decode), the way a small board runs, and its picture is compared
+with the reference's latent decoded the same way (ONNX Runtime on each tile of the tile decoder, blended in NumPy
+by tests/tools/tile_blend.py); `balanced` decodes the whole latent. Printed per run: time per UNet step, total time, peak RSS, weight MB read (text encoder + UNet + decoder,
 as `sd` reports them), rel L2 of the final latent against the reference's, and the picture's PSNR against the
 reference picture. The models are the published SD 1.5 architecture with random weights (tests/sd/gen_sd.py),
 so the picture is coloured noise: the PSNR measures how far the precision moves a 10-step run, not how good a
@@ -45,9 +46,11 @@ SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
 sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "examples", "sd", "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
 from debian12_vs_13 import DEBIAN13  # noqa: E402
 from sd15_convert import GEN, rel_l2, timed  # noqa: E402
 import scheduler_reference as ref  # noqa: E402
+import tile_blend  # noqa: E402
 
 TOKENIZER = os.path.join(SHARED, "data", "clip", "bpe_simple_vocab_16e6.txt.gz")
 # (generator's model, folder in the sd layout); the tile decoder is 32x32 latents at full size.
@@ -124,9 +127,17 @@ def prompt_ids():
     return prompt, rows[0], rows[1]
 
 
+def tile_size(onnx):
+    """The tile decoder's latent tile (cells) and the overlap the benchmark asks sd for (--tile-overlap)."""
+    tile = json.load(open(os.path.join(os.path.dirname(onnx["vae_decoder_tile"]), "case.json")))["inputs"][0]["shape"][2]
+    return tile, tile // 4
+
+
 def reference_pipeline(node, onnx, steps, seed, threads, scratch, logs):
-    """The ONNX Runtime float32 txt2img: (final latent (1,4,h,w), image uint8 (H,W,3), its figures: seconds per
-    UNet step, total seconds, the largest of the three ONNX Runtime processes' peak RSS)."""
+    """The ONNX Runtime float32 txt2img: (final latent (1,4,h,w), {"full": image, "tiled": image} as uint8
+    (H,W,3), its figures: seconds per UNet step, total seconds (the whole decode), the largest of the ONNX
+    Runtime processes' peak RSS). "tiled" decodes the latent in tiles with the tile decoder and blends them
+    (tests/tools/tile_blend.py), the reference of sd --tiled-decode."""
     import numpy as np
     t0 = time.time()
     _, cond_ids, uncond_ids = prompt_ids()
@@ -163,7 +174,16 @@ def reference_pipeline(node, onnx, steps, seed, threads, scratch, logs):
     figures = {"precision": "fp32", "mode": "ONNX Runtime", "seconds_per_step": unet_s / steps,
                "total_seconds": time.time() - t0, "peak_rss_mb": max(peaks), "weights_read_mb": None,
                "latent_rel_l2": 0.0, "psnr_db": float("inf")}
-    return x.astype(np.float32), image.transpose(1, 2, 0), figures
+
+    tile, overlap = tile_size(onnx)
+    starts = tile_blend.tile_starts(x.shape[2], tile, overlap)
+    vae = OrtWorker(node, onnx["vae_decoder_tile"], threads, os.path.join(logs, "txt2img_ort_vae_tiles.log"))
+    decoded = {(ty, tx): vae.run({"input.1": np.ascontiguousarray(
+        x[:, :, ty:ty + tile, tx:tx + tile] / LATENT_SCALE).astype(np.float32)}, scratch)[0][0]
+        for ty in starts for tx in starts}
+    vae.close()
+    images = {"full": image.transpose(1, 2, 0), "tiled": tile_blend.blend(decoded, starts, tile, x.shape[2])}
+    return x.astype(np.float32), images, figures
 
 
 def psnr(a, b):
@@ -245,8 +265,10 @@ def txt2img(build, build13, work, precisions, modes, steps, seed, threads, size)
     folders = convert_folders(convert, onnx, work, logs)
 
     log(f"ONNX Runtime float32 pipeline, {steps} steps")
-    latent_ref, image_ref, reference = reference_pipeline(node, onnx, steps, seed, threads, scratch, logs)
-    Image.fromarray(image_ref).save(os.path.join(work, "txt2img", "ort.png"))
+    latent_ref, images_ref, reference = reference_pipeline(node, onnx, steps, seed, threads, scratch, logs)
+    for kind, image in images_ref.items():
+        Image.fromarray(image).save(os.path.join(work, "txt2img", f"ort_{kind}.png"))
+    tile, overlap = tile_size(onnx)
 
     prompt = prompt_ids()[0]
     rows = [reference]
@@ -259,7 +281,7 @@ def txt2img(build, build13, work, precisions, modes, steps, seed, threads, size)
                    "--sampler", "euler", "--steps", str(steps), "--seed", str(seed), "--cfg", str(CFG),
                    "--threads", str(threads), "--memory-mode", mode, "--output", png, "--save-latents", latents]
             if mode == "min":
-                cmd.append("--tiled-decode")
+                cmd += ["--tiled-decode", "--tile-overlap", str(overlap)]
             log(f"sd {name}")
             p = subprocess.run([DEBIAN13, "exec", "/usr/bin/time", "-v"] + cmd, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, env=env)
@@ -269,7 +291,8 @@ def txt2img(build, build13, work, precisions, modes, steps, seed, threads, size)
                 sys.exit(f"txt2img_precisions.py: sd {name} failed; see {logs}/txt2img_sd_{name}.log")
             row = dict(parse_sd(p.stdout), precision=precision, mode=mode)
             row["latent_rel_l2"] = rel_l2(np.fromfile(latents, np.float32), latent_ref.reshape(-1))[0]
-            row["psnr_db"] = psnr(np.asarray(Image.open(png).convert("RGB")), image_ref)
+            want = images_ref["tiled" if mode == "min" else "full"]
+            row["psnr_db"] = psnr(np.asarray(Image.open(png).convert("RGB")), want)
             rows.append(row)
             log(json.dumps(row))
     with open(os.path.join(work, "txt2img", "results.json"), "w") as f:
@@ -279,7 +302,8 @@ def txt2img(build, build13, work, precisions, modes, steps, seed, threads, size)
 
 def print_table(rows, steps, seed, threads, size):
     print(f"\nSD 1.5 txt2img ({size} size, random weights): {steps} Euler steps, guidance {CFG}, seed {seed}, "
-          f"{threads} threads; accuracy against the ONNX Runtime float32 pipeline")
+          f"{threads} threads; accuracy against the ONNX Runtime float32 pipeline (min: tiled decode, against "
+          f"the reference decoded in the same tiles)")
     print(f"{'weights':<8} {'engine / mode':<22} {'s/step':>7} {'total s':>8} {'x ORT':>6} {'peak RSS MB':>12}"
           f" {'weights MB read':>16} {'latent rel L2':>14} {'PSNR dB':>8}")
     ort_total = rows[0]["total_seconds"]

@@ -26,6 +26,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import case_output  # noqa: E402
 import cross_exe  # noqa: E402
+import tile_blend  # noqa: E402
 from checklist import check, finish  # noqa: E402
 
 LATENT_SCALE = 0.18215
@@ -47,23 +48,10 @@ def png_info(path):
     return width, height, texts
 
 
-def ramp(i, n, before, after):
-    """Blend weight of cell i of n: linear over the overlaps with the neighbours, cell centres at i + 0.5."""
-    w = np.ones(n)
-    idx = np.arange(n) + 0.5
-    if before:
-        w = np.minimum(w, np.where(idx < before, idx / before, 1.0))
-    if after:
-        w = np.minimum(w, np.where(n - idx < after, (n - idx) / after, 1.0))
-    return w
-
-
 def tiled_reference(latents, tile_onnx, tile, overlap, node, work):
     """The tiled decode of latents (1,4,h,w) with ONNX Runtime on each tile, blended in NumPy -> uint8 HxWx3."""
     h = latents.shape[2]
-    starts = [0]
-    while starts[-1] + tile < h:
-        starts.append(min(starts[-1] + tile - overlap, h - tile))
+    starts = tile_blend.tile_starts(h, tile, overlap)
     cases = os.path.join(work, "tile_cases")
     with open(os.path.join(os.path.dirname(tile_onnx), "case.json")) as f:
         tile_outputs = json.load(f)["outputs"]  # the tile model's own case: output name and shape
@@ -82,21 +70,8 @@ def tiled_reference(latents, tile_onnx, tile, overlap, node, work):
                 json.dump(meta, f)
             tiles[(y, x)] = d
     case_output.add_ort_reference(node, cases, "sd_cli_test.py")
-    scale = np.load(os.path.join(tiles[(0, 0)], "expected_0.npy")).shape[2] // tile
-    acc = np.zeros((3, h * scale, h * scale))
-    wsum = np.zeros((h * scale, h * scale))
-    for (y, x), d in tiles.items():
-        out = np.load(os.path.join(d, "expected_0.npy"))[0].astype(np.float64)
-        k, j = starts.index(y), starts.index(x)
-        ov = lambda a, b: max(0, starts[a] + tile - starts[b]) * scale if 0 <= a < b < len(starts) else 0  # noqa
-        wy = ramp(0, tile * scale, ov(k - 1, k), ov(k, k + 1))
-        wx = ramp(0, tile * scale, ov(j - 1, j), ov(j, j + 1))
-        w = np.outer(wy, wx)
-        ys, xs = slice(y * scale, (y + tile) * scale), slice(x * scale, (x + tile) * scale)
-        acc[:, ys, xs] += out * w
-        wsum[ys, xs] += w
-    img = np.clip(acc / wsum * 0.5 + 0.5, 0, 1)
-    return np.floor(img * 255 + 0.5).astype(np.uint8).transpose(1, 2, 0)
+    decoded = {yx: np.load(os.path.join(d, "expected_0.npy"))[0] for yx, d in tiles.items()}
+    return tile_blend.blend(decoded, starts, tile, h)
 
 
 def convert_case(convert, cases, name, dst, *flags):
