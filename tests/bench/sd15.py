@@ -30,7 +30,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from sd15_convert import GEN, ORT_REFERENCE, last_json, rel_l2, timed  # noqa: E402
+from sd15_convert import ORT_REFERENCE, generate_missing, last_json, rel_l2, timed  # noqa: E402
 
 ORT_CASE_RUN = os.path.join(HERE, "ort_case_run.js")
 PRECISION = {"yolov8n": "fp32", "text_encoder": "fp32", "unet": "fp16", "vae_decoder": "fp32"}
@@ -64,9 +64,8 @@ def ensure_case(args, node, work, model):
     logs = os.path.join(work, "logs")
     if model == "yolov8n" and not os.path.exists(os.path.join(case, "case.json")):
         yolov8n_case(case)
-    if not os.path.exists(os.path.join(case, "model.onnx")):
-        timed(["/usr/bin/python3", GEN, "--size", args.size, "--out", os.path.join(work, "onnx"), "--models", model],
-              os.path.join(logs, f"gen_{model}.log"))
+    if model != "yolov8n":
+        generate_missing(os.path.join(work, "onnx"), args.size, [model], os.path.join(logs, f"gen_{model}.log"))
     if not os.path.exists(os.path.join(case, "expected_0.npy")):
         root = os.path.join(work, "ort_" + model)
         shutil.rmtree(root, ignore_errors=True)

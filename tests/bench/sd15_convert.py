@@ -28,6 +28,21 @@ ORT_REFERENCE = os.path.join(ROOT, "tests", "tools", "ort_reference.js")
 MODELS = ["text_encoder", "unet", "vae_decoder"]
 
 
+def generate_missing(onnx_dir, size, models, log):
+    """Generates with gen_sd.py the models of `models` that onnx_dir/sd/<model>/model.onnx lacks, into a folder
+    of their own (gen_sd.py replaces its --out folder) from which each moves into onnx_dir/sd/."""
+    missing = [m for m in models if not os.path.exists(os.path.join(onnx_dir, "sd", m, "model.onnx"))]
+    if not missing:
+        return
+    gen_out = onnx_dir.rstrip("/") + ".gen"
+    timed(["/usr/bin/python3", GEN, "--size", size, "--out", gen_out, "--models", ",".join(missing)], log)
+    os.makedirs(os.path.join(onnx_dir, "sd"), exist_ok=True)
+    for m in missing:
+        shutil.rmtree(os.path.join(onnx_dir, "sd", m), ignore_errors=True)
+        os.rename(os.path.join(gen_out, "sd", m), os.path.join(onnx_dir, "sd", m))
+    shutil.rmtree(gen_out, ignore_errors=True)
+
+
 def timed(cmd, log):
     """Runs cmd under /usr/bin/time -v; returns (stdout+stderr text, seconds, peak RSS in MB)."""
     print("+ " + " ".join(cmd), flush=True)

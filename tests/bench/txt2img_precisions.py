@@ -15,13 +15,13 @@ int8 there) runs the same txt2img (--sampler euler, --steps, --seed, guidance 7.
   fp16  the default folder layout: text encoder float32, UNet float16, VAE decoder float32
   int8  every model converted with --quantize w8 (per-channel int8 weights)
   int4  every model converted with --quantize w4 (blockwise int4 MatMul/Gemm/GEGLU weights, int8 for the rest)
-`min` decodes in 32x32-latent tiles (--tiled-decode), the way a small board runs, and its picture is compared
+`min` decodes in 16x16-latent tiles (--tiled-decode), the way a small board runs, and its picture is compared
 with the reference's latent decoded the same way (ONNX Runtime on each tile of the tile decoder, blended in NumPy
-by tests/tools/tile_blend.py); `balanced` decodes the whole latent. Printed per run: time per UNet step, total time, peak RSS, weight MB read (text encoder + UNet + decoder,
-as `sd` reports them), rel L2 of the final latent against the reference's, and the picture's PSNR against the
-reference picture. The models are the published SD 1.5 architecture with random weights (tests/sd/gen_sd.py),
-so the picture is coloured noise: the PSNR measures how far the precision moves a 10-step run, not how good a
-trained model's picture stays.
+by tests/tools/tile_blend.py); `balanced` decodes the whole latent. Printed per run: time per UNet step, total
+time, peak RSS, weight MB read (text encoder + UNet + decoder, as `sd` reports them), rel L2 of the final latent
+against the reference's, and the picture's PSNR against the reference picture. The models are the published
+SD 1.5 architecture with random weights (tests/sd/gen_sd.py), so the picture is coloured noise: the PSNR
+measures how far the precision moves a 10-step run, not how good a trained model's picture stays.
 
 usage: tests/bench/txt2img_precisions.py [--build build] [--build13 build-debian13] [--work /tmp/onnxstream-sd15]
                                          [--precisions fp16,int8,int4] [--modes balanced,min] [--steps 10]
@@ -48,14 +48,15 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "examples", "sd", "tests"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
 from debian12_vs_13 import DEBIAN13  # noqa: E402
-from sd15_convert import GEN, rel_l2, timed  # noqa: E402
+from sd15_convert import generate_missing, rel_l2, timed  # noqa: E402
 import scheduler_reference as ref  # noqa: E402
 import tile_blend  # noqa: E402
 
 TOKENIZER = os.path.join(SHARED, "data", "clip", "bpe_simple_vocab_16e6.txt.gz")
-# (generator's model, folder in the sd layout); the tile decoder is 32x32 latents at full size.
+# (generator's model, folder in the sd layout); the tile decoder takes 16x16 latents at full size, the tiles
+# sd picks in memory mode min when its folder is there.
 MODELS = [("text_encoder", "text_encoder_fp32"), ("unet", "unet_fp16"), ("vae_decoder", "vae_decoder_fp32"),
-          ("vae_decoder_tile", "vae_decoder_fp32_l32")]
+          ("vae_decoder_tile_small", "vae_decoder_fp32_l16")]
 PRECISIONS = {  # precision -> converter flags per generator model (default: none)
     "fp16": {"unet": ["--fp16"]},
     "int8": {m: ["--quantize", "w8"] for m, _ in MODELS},
@@ -129,7 +130,8 @@ def prompt_ids():
 
 def tile_size(onnx):
     """The tile decoder's latent tile (cells) and the overlap the benchmark asks sd for (--tile-overlap)."""
-    tile = json.load(open(os.path.join(os.path.dirname(onnx["vae_decoder_tile"]), "case.json")))["inputs"][0]["shape"][2]
+    case = os.path.join(os.path.dirname(onnx["vae_decoder_tile_small"]), "case.json")
+    tile = json.load(open(case))["inputs"][0]["shape"][2]
     return tile, tile // 4
 
 
@@ -177,7 +179,7 @@ def reference_pipeline(node, onnx, steps, seed, threads, scratch, logs):
 
     tile, overlap = tile_size(onnx)
     starts = tile_blend.tile_starts(x.shape[2], tile, overlap)
-    vae = OrtWorker(node, onnx["vae_decoder_tile"], threads, os.path.join(logs, "txt2img_ort_vae_tiles.log"))
+    vae = OrtWorker(node, onnx["vae_decoder_tile_small"], threads, os.path.join(logs, "txt2img_ort_vae_tiles.log"))
     decoded = {(ty, tx): vae.run({"input.1": np.ascontiguousarray(
         x[:, :, ty:ty + tile, tx:tx + tile] / LATENT_SCALE).astype(np.float32)}, scratch)[0][0]
         for ty in starts for tx in starts}
@@ -257,11 +259,7 @@ def txt2img(build, build13, work, precisions, modes, steps, seed, threads, size)
     os.makedirs(scratch, exist_ok=True)
 
     onnx = {m: os.path.join(work, "onnx", "sd", m, "model.onnx") for m, _ in MODELS}
-    missing = [m for m, path in onnx.items() if not os.path.exists(path)]
-    if missing:
-        log(f"generating {', '.join(missing)} ({size}, random weights)")
-        timed(["/usr/bin/python3", GEN, "--size", size, "--out", os.path.join(work, "onnx"), "--models",
-               ",".join(missing)], os.path.join(logs, "txt2img_gen.log"))
+    generate_missing(os.path.join(work, "onnx"), size, [m for m, _ in MODELS], os.path.join(logs, "txt2img_gen.log"))
     folders = convert_folders(convert, onnx, work, logs)
 
     log(f"ONNX Runtime float32 pipeline, {steps} steps")

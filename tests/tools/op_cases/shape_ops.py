@@ -64,6 +64,10 @@ add("transpose_unit_dims_view", "Transpose", [rand(1, 4, 1, 5)], attrs=dict(perm
 add("transpose_identity", "Transpose", [rand(3, 4)], attrs=dict(perm=[0, 1]))
 add("transpose_1d", "Transpose", [rand(7)])
 add("transpose_empty", "Transpose", [rand(0, 3, 2)], attrs=dict(perm=[2, 0, 1]))
+# Large transposes at ranks 6 and 7 and of a 4-byte integer type: the multithreaded, cache-blocked path.
+add("transpose_6d_large", "Transpose", [rand(4, 5, 6, 7, 4, 8)], attrs=dict(perm=[5, 3, 1, 0, 4, 2]))
+add("transpose_i32_large", "Transpose", [rand(8, 64, 40, dtype="int32")], attrs=dict(perm=[2, 0, 1]))
+add("transpose_7d_large", "Transpose", [rand(2, 3, 4, 5, 6, 7, 4)], attrs=dict(perm=[6, 5, 4, 3, 2, 1, 0]))
 for tag, dt in DTYPES.items():
     add(f"transpose_{tag}", "Transpose", [rand(2, 5, 6, 7, dtype=dt)], attrs=dict(perm=[0, 2, 3, 1]))
     add(f"transpose_2d_{tag}", "Transpose", [rand(45, 70, dtype=dt)])
