@@ -154,11 +154,9 @@ void PackedStoreFile::start_building() {
 void PackedStoreFile::map_entry(Entry &e) {
     if (e.address) return;
     // No MAP_POPULATE, which faults every page in before the op: XNNPACK's kernels fault the pages in as
-    // they read them, and Linux's fault-around maps 16 cached pages per fault, which costs less. Pages not
-    // in the page cache are read at their first fault either way. The SD 1.5 text encoder maps 341 MB of
-    // packed weights per run: 0.061-0.063 s per run against 0.067-0.071 s with MAP_POPULATE (Debian 13
-    // build, `--cache`, 2 threads; the UNet 2.27-2.29 s against 2.35-2.39 s). MADV_WILLNEED on the mapping
-    // took the gain back (0.069-0.072 s).
+    // they read them, and Linux's fault-around maps 16 cached pages per fault, which costs less (the figures:
+    // docs/benchmarks.md, "Packed weights"). Pages not in the page cache are read at their first fault
+    // either way. MADV_WILLNEED on the mapping cost as much as MAP_POPULATE saved.
     void *p = ::mmap(nullptr, static_cast<size_t>(e.bytes), PROT_READ, MAP_SHARED, fd_,
                      static_cast<off_t>(e.offset));
     if (p == MAP_FAILED) fail(ONNXSTREAM_ERR_OUT_OF_MEMORY, "cannot map packed weights from ", path_, ": ", errno_text());
