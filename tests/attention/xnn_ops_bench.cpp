@@ -11,7 +11,6 @@
 // ratio = XNNPACK ms / engine ms: below 1, XNNPACK's operator is faster.
 // Usage: xnn_ops_bench [threads=2] [runs=7]
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/best_ms.h"
 #include "exec/threadpool.h"
 #include "ops/matmul_kernels.h"
 #include "ops/transpose.h"
@@ -27,22 +27,12 @@
 #include "xnnpack/transpose.h"
 
 using namespace onnxstream;
+using bench::best_ms;
 
 namespace {
 
 // Both libraries may read 16 bytes past an input (XNN_EXTRA_BYTES); give every buffer more than that.
 constexpr size_t kSlack = 16;
-
-template <typename F> double best_ms(int runs, F &&f) {
-    f(); // warm-up: first-touch page faults, operator plans, caches
-    double best = 1e30;
-    for (int r = 0; r < runs; ++r) {
-        auto t0 = std::chrono::steady_clock::now();
-        f();
-        best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    return best;
-}
 
 std::vector<float> random_floats(size_t n, std::mt19937 &rng) {
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);

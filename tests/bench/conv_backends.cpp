@@ -10,7 +10,6 @@
 // Usage: conv_backends [threads=2] [runs=5] [split=256] [chunk=0] [SHAPE...], SHAPE = CxHxW:OxKHxKW[/STRIDE],
 // e.g. 1280x8x8:1280x3x3
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +24,9 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "xnnpack/conv.h"
+#include "../common/best_ms.h"
+
+using onnxstream::bench::best_ms;
 
 namespace {
 
@@ -39,17 +41,6 @@ bool parse(const char *text, Shape &s) {
     s.stride = 1;
     return std::sscanf(text, "%ldx%ldx%ld:%ldx%ldx%ld/%ld", &s.c, &s.h, &s.w, &s.o, &s.kh, &s.kw, &s.stride) >= 6 &&
            s.c > 0 && s.h > 0 && s.w > 0 && s.o > 0 && s.kh > 0 && s.kw > 0 && s.stride > 0;
-}
-
-template <typename F> double best_ms(int runs, F &&f) {
-    f(); // warm-up: first-touch of buffers, lazy initialisation
-    double best = 1e30;
-    for (int r = 0; r < runs; ++r) {
-        auto t0 = std::chrono::steady_clock::now();
-        f();
-        best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    return best;
 }
 
 // oneDNN's primitive for one convolution, same padding (kernel / 2) on every side, channels-last activations.

@@ -10,15 +10,8 @@
 const fs = require('fs');
 const path = require('path');
 
-const tools = path.join(__dirname, '..', 'tools');
-let ort;
-try {
-    ort = require(path.join(tools, 'node_modules', 'onnxruntime-node'));
-} catch (e) {
-    console.error('ort_case_run.js: onnxruntime-node is not installed: run `npm ci --ignore-scripts` in ' + tools);
-    process.exit(2);
-}
-const {readNpy} = require(path.join(tools, 'ort_reference.js'));
+// Loads onnxruntime-node, exiting with the install command when it is missing.
+const {ort, readNpy} = require(path.join(__dirname, '..', 'tools', 'ort_reference.js'));
 
 async function main() {
     const [dir, threads, runs, profilePrefix] = process.argv.slice(2);

@@ -4,13 +4,8 @@
 'use strict';
 const path = require('path');
 const fs = require('fs');
-let ort;
-try {
-  ort = require(path.join(__dirname, '..', 'tools', 'node_modules', 'onnxruntime-node'));
-} catch (e) {
-  console.error('onnxruntime-node is not installed: run `npm ci --ignore-scripts` in tests/tools');
-  process.exit(2);
-}
+// Loads onnxruntime-node, exiting with the install command when it is missing.
+const {ort} = require(path.join(__dirname, '..', 'tools', 'ort_reference.js'));
 
 async function main() {
   const [modelPath, threads, runs, ...inputs] = process.argv.slice(2);

@@ -14,14 +14,8 @@ const fs = require('fs');
 const path = require('path');
 const readline = require('readline');
 
-const tools = path.join(__dirname, '..', 'tools');
-let ort;
-try {
-    ort = require(path.join(tools, 'node_modules', 'onnxruntime-node'));
-} catch (e) {
-    console.error('ort_serve.js: onnxruntime-node is not installed: run `npm ci --ignore-scripts` in ' + tools);
-    process.exit(2);
-}
+// Loads onnxruntime-node, exiting with the install command when it is missing.
+const {ort} = require(path.join(__dirname, '..', 'tools', 'ort_reference.js'));
 
 const ARRAYS = {float32: Float32Array, int64: BigInt64Array};
 

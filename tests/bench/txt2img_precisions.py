@@ -50,6 +50,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
 from debian12_vs_13 import DEBIAN13  # noqa: E402
 from sd15_convert import generate_missing, rel_l2, timed  # noqa: E402
 import scheduler_reference as ref  # noqa: E402
+import sd_e2e  # noqa: E402
 import tile_blend  # noqa: E402
 
 TOKENIZER = os.path.join(SHARED, "data", "clip", "bpe_simple_vocab_16e6.txt.gz")
@@ -112,7 +113,7 @@ class OrtWorker:
         self.p.wait()
         self.log.close()
         with open(self.log.name) as f:
-            return parse_sd(f.read()).get("peak_rss_mb", 0.0)
+            return sd_e2e.peak_rss_mb(f.read()) or 0.0
 
 
 def prompt_ids():
@@ -135,11 +136,11 @@ def tile_size(onnx):
     return tile, tile // 4
 
 
-def reference_pipeline(node, onnx, steps, seed, threads, scratch, logs):
+def reference_pipeline(node, onnx, steps, seed, threads, tile, overlap, scratch, logs):
     """The ONNX Runtime float32 txt2img: (final latent (1,4,h,w), {"full": image, "tiled": image} as uint8
     (H,W,3), its figures: seconds per UNet step, total seconds (the whole decode), the largest of the ONNX
-    Runtime processes' peak RSS). "tiled" decodes the latent in tiles with the tile decoder and blends them
-    (tests/tools/tile_blend.py), the reference of sd --tiled-decode."""
+    Runtime processes' peak RSS). "tiled" decodes the latent in tile x tile cells overlapping by `overlap` with
+    the tile decoder and blends them (tests/tools/tile_blend.py), the reference of sd --tiled-decode."""
     import numpy as np
     t0 = time.time()
     _, cond_ids, uncond_ids = prompt_ids()
@@ -177,7 +178,6 @@ def reference_pipeline(node, onnx, steps, seed, threads, scratch, logs):
                "total_seconds": time.time() - t0, "peak_rss_mb": max(peaks), "weights_read_mb": None,
                "latent_rel_l2": 0.0, "psnr_db": float("inf")}
 
-    tile, overlap = tile_size(onnx)
     starts = tile_blend.tile_starts(x.shape[2], tile, overlap)
     vae = OrtWorker(node, onnx["vae_decoder_tile_small"], threads, os.path.join(logs, "txt2img_ort_vae_tiles.log"))
     decoded = {(ty, tx): vae.run({"input.1": np.ascontiguousarray(
@@ -195,22 +195,12 @@ def psnr(a, b):
 
 
 def parse_sd(text):
-    """Figures from sd's progress lines."""
-    out = {}
-    m = re.search(r"unet: (\d+) steps in ([\d.]+) s \(([\d.]+) s/step\)", text)
-    if m:
-        out["seconds_per_step"] = float(m.group(3))
-    m = re.search(r"done in ([\d.]+) s", text)
-    if m:
-        out["total_seconds"] = float(m.group(1))
+    """sd_e2e.py's figures of sd's progress lines, /usr/bin/time -v's peak RSS, and the weight MB read: the text
+    encoder, the UNet (its total) and the decoder each print one "MB of weights read"."""
+    out = sd_e2e.parse_sd(text)
     read = [float(v) for v in re.findall(r"([\d.]+) MB of weights read", text)]
-    unet = re.search(r"unet: \d+ run\(s\), ([\d.]+) MB of weights read", text)
-    # Each of the text encoder, the UNet (its total) and the decoder prints one "MB of weights read".
     out["weights_read_mb"] = sum(read) if read else None
-    out["unet_read_mb"] = float(unet.group(1)) if unet else None
-    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
-    if m:
-        out["peak_rss_mb"] = int(m.group(1)) / 1024
+    out["peak_rss_mb"] = sd_e2e.peak_rss_mb(text)
     return out
 
 
@@ -263,10 +253,11 @@ def txt2img(build, build13, work, precisions, modes, steps, seed, threads, size)
     folders = convert_folders(convert, onnx, work, logs)
 
     log(f"ONNX Runtime float32 pipeline, {steps} steps")
-    latent_ref, images_ref, reference = reference_pipeline(node, onnx, steps, seed, threads, scratch, logs)
+    tile, overlap = tile_size(onnx)
+    latent_ref, images_ref, reference = reference_pipeline(node, onnx, steps, seed, threads, tile, overlap, scratch,
+                                                           logs)
     for kind, image in images_ref.items():
         Image.fromarray(image).save(os.path.join(work, "txt2img", f"ort_{kind}.png"))
-    tile, overlap = tile_size(onnx)
 
     prompt = prompt_ids()[0]
     rows = [reference]

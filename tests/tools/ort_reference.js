@@ -147,7 +147,8 @@ async function main() {
                 failed + ' failed');
 }
 
-module.exports = {readNpy, writeNpy};
+// ort: the loaded onnxruntime-node, for the benchmarks' ONNX Runtime runners (tests/bench/ort_*.js).
+module.exports = {ort, readNpy, writeNpy};
 
 if (require.main === module) {
     main().catch(e => {
