@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define ONNXSTREAM_VERSION_MAJOR 0
-#define ONNXSTREAM_VERSION_MINOR 19
+#define ONNXSTREAM_VERSION_MINOR 20
 #define ONNXSTREAM_VERSION_PATCH 0
 #define ONNXSTREAM_VERSION \
     (ONNXSTREAM_VERSION_MAJOR * 10000 + ONNXSTREAM_VERSION_MINOR * 100 + ONNXSTREAM_VERSION_PATCH)
@@ -223,6 +223,13 @@ typedef struct onnxstream_model_options {
         (graph, plan, std containers). Change it later with onnxstream_model_set_max_bytes. */
     uint64_t max_bytes;
     int32_t arithmetic; /**< an onnxstream_arithmetic_t; default ONNXSTREAM_ARITHMETIC_AUTO */
+    /* Since 0.20: */
+    /** Memory for prepared kernels kept between runs (XNNPACK operators of Conv: indirection buffers,
+        workspaces, packed weights that do not come from a packed-weights file), chosen after the first run
+        by the time they save per byte (docs/memory-and-speed.md). 0 = from the memory mode (balanced
+        24 MiB, min none); UINT64_MAX = none. Ignored by the ram provider (max-speed), which keeps every
+        op's, and with a host weights provider, which keeps none. */
+    uint64_t kept_kernel_bytes;
 } onnxstream_model_options_t;
 
 /** Fill *options with defaults and struct_size. Safe to call with NULL (does nothing). */
@@ -536,6 +543,10 @@ typedef struct onnxstream_run_stats {
                                          file ("<cache_path>.xnnpack") instead of being packed */
     uint64_t packed_weights_stored; /**< operators whose packed weights this run wrote to that file (the first
                                          complete run of a model builds it) */
+    /* Since 0.20: */
+    uint64_t kept_kernels;        /**< ops keeping their prepared kernels between runs within the memory mode's
+                                       budget (balanced; 0 in min, and in max-speed, which keeps every op's) */
+    uint64_t kept_kernel_bytes;   /**< the memory those kept kernels hold */
 } onnxstream_run_stats_t;
 
 /** Read the figures of the last successful run (zeros before one). */

@@ -66,7 +66,13 @@ type Options struct {
 	// Compute 8-bit weights in float32 (dequantized) even where the build has int8 arithmetic for them
 	// (XNNPACK's 2024 API).
 	DequantizeWeights bool
+	// Memory for prepared kernels kept between runs; 0 = from the memory mode (balanced 24 MiB),
+	// KeepNoKernels = none (kept_kernel_bytes in include/onnxstream.h).
+	KeptKernelBytes uint64
 }
+
+// KeepNoKernels as Options.KeptKernelBytes keeps no prepared kernels between runs.
+const KeepNoKernels = ^uint64(0)
 
 // NoChunking as Options.WeightChunkBytes never splits weights.
 const NoChunking = ^uint64(0)
@@ -126,6 +132,9 @@ type RunStats struct {
 	// Since 0.15: operators whose packed weights this run wrote to that file (the first complete
 	// run of a model builds it).
 	PackedWeightsStored uint64
+	// Since 0.20: ops keeping their prepared kernels between runs within the memory mode's budget
+	// (balanced; 0 in min, and in max-speed, which keeps every op's), and the memory they hold.
+	KeptKernels, KeptKernelBytes uint64
 }
 
 // Model owns a C model. It is not safe for concurrent use.
@@ -167,6 +176,7 @@ func NewModel(opts Options) (*Model, error) {
 	}
 	o.weight_chunk_bytes = C.uint64_t(opts.WeightChunkBytes)
 	o.max_bytes = C.uint64_t(opts.MaxBytes)
+	o.kept_kernel_bytes = C.uint64_t(opts.KeptKernelBytes)
 	if opts.Profile {
 		o.flags |= C.ONNXSTREAM_FLAG_PROFILE
 	}
@@ -601,5 +611,7 @@ func (m *Model) RunStats() (RunStats, error) {
 		Int8Ops:             uint64(s.int8_ops),
 		PackedWeightsMapped: uint64(s.packed_weights_mapped),
 		PackedWeightsStored: uint64(s.packed_weights_stored),
+		KeptKernels:         uint64(s.kept_kernels),
+		KeptKernelBytes:     uint64(s.kept_kernel_bytes),
 	}, nil
 }

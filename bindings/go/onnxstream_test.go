@@ -14,10 +14,10 @@ import (
 )
 
 func TestVersion(t *testing.T) {
-	if major, minor, patch := Version(); major != 0 || minor != 19 || patch != 0 {
+	if major, minor, patch := Version(); major != 0 || minor != 20 || patch != 0 {
 		t.Fatalf("Version() = %d.%d.%d", major, minor, patch)
 	}
-	if VersionString() != "0.19.0" {
+	if VersionString() != "0.20.0" {
 		t.Fatalf("VersionString() = %q", VersionString())
 	}
 }
@@ -168,7 +168,7 @@ func TestProviderServesWeights(t *testing.T) {
 	}
 	// No CachePath: nothing is mapped from or stored to a packed-weights file.
 	if s, err := m.RunStats(); err != nil || s.WeightBytesRead != 32 ||
-		s.PackedWeightsMapped != 0 || s.PackedWeightsStored != 0 {
+		s.PackedWeightsMapped != 0 || s.PackedWeightsStored != 0 || s.KeptKernels != 0 {
 		t.Errorf("RunStats() = %+v, %v", s, err)
 	}
 	if s, err := m.MemoryStats(false); err != nil || s.PeakBytes == 0 {

@@ -119,6 +119,45 @@ func TestYolov8nMatchesReferenceAndCLI(t *testing.T) {
 	}
 }
 
+// balanced keeps the prepared convolutions it chose after the first run; the later runs reuse them and must
+// still match ONNX Runtime.
+func TestYolov8nBalancedKeepsKernels(t *testing.T) {
+	shared := sharedDir(t)
+	m, err := NewModel(Options{Threads: yoloThreads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Load(filepath.Join(shared, "models", "yolov8n")); err != nil {
+		t.Fatal(err)
+	}
+	input := readF32(t, filepath.Join(shared, "data", "yolov8n", "input_images_1x3x640x640_f32.bin"))
+	expected := readF32(t, filepath.Join(shared, "data", "yolov8n", "expected_output0_1x84x8400_f32.bin"))
+	if err := m.Push("images", []int64{1, 3, 640, 640}, input); err != nil {
+		t.Fatal(err)
+	}
+	for run := 1; run <= 3; run++ {
+		if err := m.Run(); err != nil {
+			t.Fatal(err)
+		}
+		out, err := m.OutputByName("output0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := out.Float32()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := relL2(y, expected); e > 1e-4 {
+			t.Fatalf("run %d: rel L2 vs ONNX Runtime %.3e > 1e-4", run, e)
+		}
+	}
+	s, err := m.RunStats()
+	if err != nil || s.KeptKernels == 0 || s.KeptKernelBytes == 0 || s.KeptKernelBytes > 24<<20 {
+		t.Fatalf("RunStats() = %+v, %v", s, err)
+	}
+}
+
 func TestYolov8nZeroCopyLender(t *testing.T) {
 	shared := sharedDir(t)
 	c := &counters{}

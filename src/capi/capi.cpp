@@ -99,6 +99,7 @@ void onnxstream_model_options_init(onnxstream_model_options_t *options) {
     options->cache_path = nullptr;
     options->max_bytes = 0;
     options->arithmetic = ONNXSTREAM_ARITHMETIC_AUTO;
+    options->kept_kernel_bytes = 0;
 }
 
 onnxstream_status_t onnxstream_model_create(const onnxstream_model_options_t *options, onnxstream_model_t **out) {
@@ -382,6 +383,8 @@ onnxstream_status_t onnxstream_model_run_stats(onnxstream_model_t *model, onnxst
         s.int8_ops = last.exec.int8_ops;
         s.packed_weights_mapped = last.packed_mapped;
         s.packed_weights_stored = last.packed_stored;
+        s.kept_kernels = last.kept_kernels;
+        s.kept_kernel_bytes = last.kept_kernel_bytes;
         std::memcpy(stats, &s, std::min<size_t>(stats->struct_size, sizeof(s)));
     });
 }

@@ -50,13 +50,17 @@ ModelOptions model_options_from(const onnxstream_model_options_t &o) {
         m.run.attention = AttentionAlgo::Flash;
         m.run.attention_block_bytes = 64 * MiB;
         m.mapping_cache_bytes = 32 * MiB;
+        m.kept_kernel_bytes = 24 * MiB;
         break;
     }
-    // The user's explicit choices: AUTO / 0 mean "from the mode"; weight_chunk_bytes UINT64_MAX = never chunk.
+    // The user's explicit choices: AUTO / 0 mean "from the mode"; weight_chunk_bytes UINT64_MAX = never chunk,
+    // kept_kernel_bytes UINT64_MAX = keep none.
     if (o.provider != ONNXSTREAM_PROVIDER_AUTO) m.provider = static_cast<onnxstream_provider_kind_t>(o.provider);
     if (o.prefetch_bytes) m.prefetch_bytes = o.prefetch_bytes;
     if (o.attention != ONNXSTREAM_ATTENTION_AUTO) m.run.attention = algo_of(static_cast<onnxstream_attention_t>(o.attention));
     if (o.attention_slices > 0) m.run.attention_slices = o.attention_slices;
+    if (o.kept_kernel_bytes == UINT64_MAX) m.kept_kernel_bytes = 0;
+    else if (o.kept_kernel_bytes) m.kept_kernel_bytes = o.kept_kernel_bytes;
     if (o.weight_chunk_bytes == UINT64_MAX) m.run.weight_chunk_bytes = 0;
     else if (o.weight_chunk_bytes) m.run.weight_chunk_bytes = o.weight_chunk_bytes;
     m.threads = static_cast<size_t>(o.threads);

@@ -1,6 +1,7 @@
 #include "exec/executor.h"
 
 #include <algorithm>
+#include <optional>
 #include <cstring>
 
 #include "ops/layout.h"
@@ -9,6 +10,7 @@
 #include "util/error.h"
 #include "util/stopwatch.h"
 #include "weights/prepare.h"
+#include "xnnpack/init.h"
 
 namespace onnxstream {
 
@@ -256,7 +258,17 @@ void Executor::run_node(const Node &node) {
     NodeInputs in;
     gather_inputs(node, layout, in);
     const auto &out_infos = follow ? layout->out_infos : plan_.node_outputs[static_cast<size_t>(node.index)];
-    std::shared_ptr<void> *state = node_state_ ? &node_state_->at(static_cast<size_t>(node.index)) : nullptr;
+    const size_t index = static_cast<size_t>(node.index);
+    std::shared_ptr<void> *state = nullptr;
+    bool deciding = false; // the op's first run with a place to keep kernels in a budget
+    // Not a streamed weight's: its operators (one per chunk) would all stay alive through the run.
+    const bool streamed = std::any_of(in.streamed.begin(), in.streamed.end(), [](const auto &s) { return s != nullptr; });
+    if (node_state_ && !kept_) {
+        state = &node_state_->at(index);
+    } else if (node_state_ && node.def->keeps_kernels_in_budget && !streamed && kept_->offered(index)) {
+        state = &node_state_->at(index);
+        deciding = kept_->measuring(index);
+    }
     Attributes remapped = layout && layout->attrs ? Attributes(layout->attrs.get(), node.where) : node.attrs;
     NodeView view{node.line->name, node.line->type, node.where, remapped};
     std::vector<bool> reusable = reusable_inputs(graph_, plan_, node, in.ptrs, in.views);
@@ -271,7 +283,29 @@ void Executor::run_node(const Node &node) {
     if (layout && node.def->nhwc != NhwcIo::None) ctx.set_output_nhwc(layout->out_nhwc);
     for (size_t k = 0; k < in.streamed.size(); ++k)
         if (in.streamed[k]) ctx.set_streamed(k, in.streamed[k].get());
-    naming_oom(&node, "", "", [&] { node.def->run(ctx); });
+    // Blocks a budgeted op keeps come from new pages (its later runs allocate nothing of the kind).
+    std::optional<KernelKeepingScope> keeping;
+    if (state && kept_ && kept_->chosen(index)) keeping.emplace();
+    if (deciding) {
+        // What keeping costs: the kernel library's bytes the op still holds once it has run, against the
+        // time it spent preparing them (nested in the profiler's count when profiling).
+        struct Measure {
+            uint64_t prepare_ns = 0, *outer = KernelPrepareTimer::sink(), bytes0 = kernel_library_bytes();
+            Stopwatch watch;
+            Measure() { KernelPrepareTimer::sink() = &prepare_ns; }
+            ~Measure() {
+                KernelPrepareTimer::sink() = outer;
+                if (outer) *outer += prepare_ns;
+            }
+        } measure;
+        naming_oom(&node, "", "", [&] { node.def->run(ctx); });
+        const uint64_t bytes1 = kernel_library_bytes();
+        kept_->measured(index, *state != nullptr, bytes1 > measure.bytes0 ? bytes1 - measure.bytes0 : 0,
+                        measure.prepare_ns, measure.watch.elapsed_ns());
+        state->reset();
+    } else {
+        naming_oom(&node, "", "", [&] { node.def->run(ctx); });
+    }
     in.weights.clear(); // weights are dropped as soon as their op has run
     store_outputs(node, ctx, out_infos, follow);
     for (int v : plan_.free_after[static_cast<size_t>(node.index)]) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "exec/kept_kernels.h"
 #include "exec/profiler.h"
 #include "graph/planner.h"
 #include "ops/op.h"
@@ -60,6 +61,9 @@ public:
     void set_profiler(Profiler *profiler) { profiler_ = profiler; }
     // Add these LoRA deltas to the weights they touch as they are fetched (nullptr: none).
     void set_lora(const LoraSet *lora) { lora_ = lora; }
+    // With node_state: keep prepared kernels only for the ops `kept` offers a place to, deciding on each
+    // one's first run (nullptr: every op may keep them).
+    void set_kept_kernels(KeptKernels *kept) { kept_ = kept; }
 
 private:
     struct NodeInputs;
@@ -84,6 +88,7 @@ private:
     const RunOptions &options_;
     std::vector<std::shared_ptr<void>> *node_state_;
     const LoraSet *lora_ = nullptr;
+    KeptKernels *kept_ = nullptr;
     // Per run.
     std::vector<Tensor> live_, other_;
     RunStats *stats_ = nullptr;

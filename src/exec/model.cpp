@@ -39,7 +39,9 @@ constexpr size_t kMaxInferenceConstantBytes = 1 << 20;
 
 Model::Model(const ModelOptions &options)
     : options_(options), pool_(options.threads), provider_(make_builtin_provider(options)),
-      keep_prepared_(options.provider == ONNXSTREAM_PROVIDER_RAM) {
+      keep_prepared_(options.provider == ONNXSTREAM_PROVIDER_RAM || options.kept_kernel_bytes > 0) {
+    if (options.provider != ONNXSTREAM_PROVIDER_RAM && options.kept_kernel_bytes > 0)
+        kept_ = std::make_unique<KeptKernels>(options.kept_kernel_bytes);
     alloc_.set_limit(options.max_bytes);
     if (options.profile) profiler_ = std::make_unique<Profiler>();
     init_kernels();
@@ -191,6 +193,7 @@ void Model::set_provider(std::unique_ptr<WeightsProvider> provider) {
     provider_->set_folder(folder_);
     custom_provider_ = true;
     keep_prepared_ = false;
+    kept_.reset();
     node_state_.clear();
 }
 
@@ -240,7 +243,7 @@ void Model::push_input(const std::string &name, DType dtype, const Shape &shape,
 size_t Model::add_lora(const std::string &path, float scale, const std::string &key_prefix) {
     size_t taken = lora_.add(graph(), path, scale, key_prefix);
     // Kernels prepared from the weights without this LoRA must be prepared again.
-    node_state_.clear();
+    drop_kept_kernels();
     return taken;
 }
 
@@ -295,6 +298,7 @@ void Model::run(const ProgressFn &progress) {
     uint64_t bytes0 = provider_->bytes_read(), us0 = provider_->read_us(), copied0 = provider_->bytes_copied();
     LastRun stats;
     if (keep_prepared_) node_state_.resize(graph_->nodes().size());
+    if (kept_ && kept_->nodes() != graph_->nodes().size()) kept_->reset(graph_->nodes().size());
     ValueObserver observer;
     if (calibrate_) observer = [this](int value, const Tensor &t) { recorder_->observe(value, t); };
     // A calibrating run records the ranges of the float computation: int8 arithmetic's own rounding of the
@@ -306,6 +310,7 @@ void Model::run(const ProgressFn &progress) {
     const PackedStoreStats packed0 = packed_store_ ? packed_store_->stats() : PackedStoreStats();
     Executor executor(*graph_, plan, *provider_, alloc_, pool_.get(), run_options, keep_prepared_ ? &node_state_ : nullptr);
     if (!lora_.empty()) executor.set_lora(&lora_);
+    executor.set_kept_kernels(kept_.get());
     // The profile of a run is kept only when the run succeeds (as last_run_). The provider's read-ahead has
     // stopped when executor.run returns or throws, so no read reports to the profiler afterwards.
     struct StopObserving {
@@ -333,6 +338,11 @@ void Model::run(const ProgressFn &progress) {
         if (!packed.error.empty() && packed0.error.empty())
             log(ONNXSTREAM_LOG_WARNING, cat("packed weights will not be kept: ", packed.error));
     }
+    if (kept_) {
+        for (size_t node : kept_->choose()) node_state_.at(node).reset();
+        stats.kept_kernels = kept_->kept();
+        stats.kept_kernel_bytes = kept_->bytes();
+    }
     last_run_ = stats;
     if (stats.exec.fp16_fallbacks > 0 && !fp16_fallback_logged_) {
         fp16_fallback_logged_ = true;
@@ -343,10 +353,15 @@ void Model::run(const ProgressFn &progress) {
                                  stats.read_us / 1000.0, " ms, waited ", stats.exec.weight_wait_us / 1000.0, " ms"));
 }
 
+void Model::drop_kept_kernels() {
+    node_state_.clear();
+    if (kept_) kept_->reset(0);
+}
+
 void Model::apply_ranges(const std::string &source) {
     node_ranges_ = resolve_ranges(*graph_, ranges_, source);
     options_.run.node_ranges = ranges_.empty() ? nullptr : &node_ranges_;
-    node_state_.clear(); // prepared float kernels of ops that now compute in uint8
+    drop_kept_kernels(); // prepared float kernels of ops that now compute in uint8
 }
 
 void Model::read_range_data(const std::string &path) {
@@ -379,7 +394,7 @@ void Model::set_calibrate(bool on) {
     if (on) {
         recorder_ = std::make_unique<RangeRecorder>(*graph_);
         options_.run.node_ranges = nullptr;
-        node_state_.clear();
+        drop_kept_kernels();
     } else {
         ranges_ = recorder_->ranges();
         recorder_.reset();

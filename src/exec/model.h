@@ -25,6 +25,9 @@ struct ModelOptions {
     onnxstream_provider_kind_t provider = ONNXSTREAM_PROVIDER_PREFETCH;
     uint64_t prefetch_bytes = 64ull << 20;
     uint64_t mapping_cache_bytes = 0; // process-wide budget set when a run starts
+    // Bytes of prepared kernels ops may keep between runs when the provider is not the RAM one (which keeps
+    // every op's): exec/kept_kernels.h. 0 = none.
+    uint64_t kept_kernel_bytes = 0;
     RunOptions run; // memory/speed choices handed to ops
     std::string cache_path; // persistent prepared-weights cache ("" = none)
     uint64_t max_bytes = 0; // limit of the tracked allocator (0 = none)
@@ -89,6 +92,8 @@ public:
         // Operators whose packed weights were mapped from the packed-weights file, and ones whose packing
         // this run wrote to it (PackedStoreFile; XNNPACK 2024 builds with a weights cache).
         uint64_t packed_mapped = 0, packed_stored = 0;
+        // Ops keeping prepared kernels between runs within the mode's budget, and the bytes they hold.
+        uint64_t kept_kernels = 0, kept_kernel_bytes = 0;
     };
     const LastRun &last_run() const { return last_run_; }
     // The per-op profiler (its last successful run's profile), or nullptr when profiling is off.
@@ -125,10 +130,14 @@ private:
     std::vector<Tensor> inputs_; // per graph input; empty until pushed
     std::map<std::vector<int64_t>, Plan> plans_; // by input dtypes and shapes
     std::vector<Tensor> outputs_;
-    // Prepared kernels kept between runs (RAM provider only: the other providers exist to not keep
-    // anything per weight).
+    // Prepared kernels kept between runs: every op's with the RAM provider, within
+    // ModelOptions::kept_kernel_bytes (kept_) with the others. Never with a host's provider, whose weights
+    // may change from run to run.
     bool keep_prepared_ = false;
     std::vector<std::shared_ptr<void>> node_state_;
+    std::unique_ptr<KeptKernels> kept_;
+    // The weights the kept kernels were prepared from change: drop them all.
+    void drop_kept_kernels();
     LoraSet lora_;
     LastRun last_run_;
     std::unique_ptr<Profiler> profiler_; // when ModelOptions::profile

@@ -77,9 +77,12 @@ void finish_output(const RunContext &ctx, Tensor &y, size_t n, size_t c, size_t 
 }
 
 // A prepared XNNPACK convolution kept between runs when the model allows it (RunContext::state) and the
-// kernel and bias are weights: the same weight storage means the same packed weights.
+// kernel and bias are weights. A node's weights do not change while its state lives (the model drops
+// every state when they could: a LoRA, calibration, another provider), but its geometry may: padding
+// computed from the input size (auto_pad) makes a different operator.
 struct ConvState {
-    const void *kernel_storage = nullptr, *bias_storage = nullptr;
+    xnn::Conv2dShape geometry; // batch and input size aside: an operator runs on any
+    bool has_bias = false;
     std::shared_ptr<xnn::Conv2dOperator> op;
     std::shared_ptr<xnn::Conv2dF16Operator> op16; // float16 arithmetic
     // A streamed weight's operators, one per chunk of chunk_rows output channels.
@@ -87,27 +90,44 @@ struct ConvState {
     std::vector<std::shared_ptr<xnn::Conv2dOperator>> chunks;
 };
 
-// `kernel` gives the OHWI float32 kernel; it is only asked for when an operator is created, so a kept one
-// costs no conversion of its weight.
-std::shared_ptr<xnn::Conv2dOperator> conv_operator(const RunContext &ctx, const xnn::Conv2dShape &s, const Tensor &w,
-                                                   const std::function<Tensor()> &kernel, const float *bias) {
-    const bool bias_ok = !ctx.has_input(2) || ctx.input_is_weight(2);
-    const void *bias_storage = ctx.has_input(2) ? ctx.input(2).raw() : nullptr;
+bool same_geometry(const xnn::Conv2dShape &a, const xnn::Conv2dShape &b) {
+    return a.kernel_h == b.kernel_h && a.kernel_w == b.kernel_w && a.stride_h == b.stride_h &&
+           a.stride_w == b.stride_w && a.dilation_h == b.dilation_h && a.dilation_w == b.dilation_w &&
+           a.pad_top == b.pad_top && a.pad_left == b.pad_left && a.pad_bottom == b.pad_bottom &&
+           a.pad_right == b.pad_right && a.groups == b.groups && a.group_in == b.group_in &&
+           a.group_out == b.group_out && a.output_pixel_stride == b.output_pixel_stride &&
+           a.input_pixel_stride == b.input_pixel_stride;
+}
+
+// The node's kept state for a convolution of geometry s, a fresh one when it has none or one of another
+// geometry; null when nothing may be kept (no slot, or the kernel or bias is computed at run time).
+std::shared_ptr<ConvState> kept_conv_state(const RunContext &ctx, const xnn::Conv2dShape &s) {
     std::shared_ptr<void> *slot = ctx.state();
-    if (slot && ctx.input_is_weight(1) && bias_ok) {
-        auto state = std::static_pointer_cast<ConvState>(*slot);
-        if (!state || state->kernel_storage != w.raw() || state->bias_storage != bias_storage) {
-            state = std::make_shared<ConvState>();
-            state->kernel_storage = w.raw();
-            state->bias_storage = bias_storage;
-            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(1));
-            state->op = std::make_shared<xnn::Conv2dOperator>(s, kernel().data<float>(), bias);
-            *slot = state;
-        }
-        return state->op;
+    if (!slot || !ctx.input_is_weight(1) || (ctx.has_input(2) && !ctx.input_is_weight(2))) return nullptr;
+    auto state = std::static_pointer_cast<ConvState>(*slot);
+    if (!state || !same_geometry(state->geometry, s) || state->has_bias != ctx.has_input(2)) {
+        state = std::make_shared<ConvState>();
+        state->geometry = s;
+        state->has_bias = ctx.has_input(2);
+        *slot = state;
     }
-    xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(1));
-    return std::make_shared<xnn::Conv2dOperator>(s, kernel().data<float>(), bias);
+    return state;
+}
+
+// Runs the whole-weight convolution, through the node's kept operator when it may keep one. `kernel`
+// gives the OHWI float32 kernel; it is only asked for when an operator is created, so a kept one costs
+// no conversion of its weight.
+void run_conv(const RunContext &ctx, const xnn::Conv2dShape &s, const std::function<Tensor()> &kernel,
+              const float *bias, const float *in, float *out) {
+    std::shared_ptr<ConvState> kept = kept_conv_state(ctx, s);
+    std::shared_ptr<xnn::Conv2dOperator> op = kept ? kept->op : nullptr;
+    if (!op) {
+        xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(1));
+        op = std::make_shared<xnn::Conv2dOperator>(s, kernel().data<float>(), bias);
+        if (kept) kept->op = op;
+    }
+    op->run(s.batch, s.in_h, s.in_w, in, out, ctx.pool());
+    if (kept) op->release_weight_pages();
 }
 
 // float16 arithmetic (RunOptions::fp16_arithmetic) for a float16 input: activations stay float16 through
@@ -149,22 +169,12 @@ bool conv_run_f16(RunContext &ctx, const xnn::Conv2dShape &s, size_t m, size_t o
     std::vector<std::unique_ptr<xnn::Conv2dF16Operator>> chunks;
     std::vector<int64_t> chunk_begin;
     if (!ctx.is_streamed(1)) {
-        std::shared_ptr<void> *slot = ctx.state();
-        const bool keep = slot && ctx.input_is_weight(1) && (!ctx.has_input(2) || ctx.input_is_weight(2));
-        auto state = keep ? std::static_pointer_cast<ConvState>(*slot) : nullptr;
-        const void *bias_storage = ctx.has_input(2) ? ctx.input(2).raw() : nullptr;
-        if (state && state->op16 && state->kernel_storage == w.raw() && state->bias_storage == bias_storage) {
-            whole = state->op16;
-        } else {
+        std::shared_ptr<ConvState> kept = kept_conv_state(ctx, s);
+        whole = kept ? kept->op16 : nullptr;
+        if (!whole) {
             Tensor k_holder;
             whole = xnn::Conv2dF16Operator::create(s, ohwi(w, 0, k_holder), bias, w32);
-            if (whole && keep) {
-                state = std::make_shared<ConvState>();
-                state->kernel_storage = w.raw();
-                state->bias_storage = bias_storage;
-                state->op16 = whole;
-                *slot = state;
-            }
+            if (kept) kept->op16 = whole;
         }
     }
     auto run_chunks = [&](const uint16_t *in, uint16_t *out) {
@@ -212,6 +222,7 @@ bool conv_run_f16(RunContext &ctx, const xnn::Conv2dShape &s, size_t m, size_t o
     }
     if (whole) {
         whole->run(n, s.in_h, s.in_w, in, out, ctx.pool());
+        if (ctx.state()) whole->release_weight_pages();
     } else if (!run_chunks(in, out)) {
         ctx.count_fp16(false);
         return false;
@@ -410,25 +421,17 @@ void conv_run(RunContext &ctx) {
     if (conv_run_int8(ctx, s, m, in, bias, out)) {
         // computed in int8 arithmetic
     } else if (!ctx.is_streamed(1)) {
-        auto kernel = [&] { return ctx.kernel_weight(1, w, 0); };
-        conv_operator(ctx, s, w, kernel, bias)->run(n, in_h, in_w, in, out, ctx.pool());
+        run_conv(ctx, s, [&] { return ctx.kernel_weight(1, w, 0); }, bias, in, out);
     } else {
         // A weight too big to hold whole: output-channel chunks, each a convolution writing its slice of
         // every output pixel. Grouped convolutions read their weight in one piece (they are small).
         // When the model keeps prepared kernels, the chunks' operators are kept from run to run, like a
-        // whole weight's (conv_operator); a streamed weight has no storage of its own to identify it.
+        // whole weight's (run_conv), and a kept chunk's rows are not read again.
         const int64_t rows = g.group == 1 ? ctx.weight_chunk_rows(1) : static_cast<int64_t>(m);
-        std::shared_ptr<void> *slot = ctx.state();
-        const void *bias_storage = ctx.has_input(2) ? ctx.input(2).raw() : nullptr;
-        std::shared_ptr<ConvState> kept;
-        if (slot && ctx.input_is_weight(1) && (!ctx.has_input(2) || ctx.input_is_weight(2))) {
-            kept = std::static_pointer_cast<ConvState>(*slot);
-            if (!kept || kept->chunk_rows != rows || kept->bias_storage != bias_storage) {
-                kept = std::make_shared<ConvState>();
-                kept->chunk_rows = rows;
-                kept->bias_storage = bias_storage;
-                *slot = kept;
-            }
+        std::shared_ptr<ConvState> kept = kept_conv_state(ctx, s);
+        if (kept && kept->chunk_rows != rows) {
+            kept->chunks.clear();
+            kept->chunk_rows = rows;
         }
         for (int64_t o0 = 0, index = 0; o0 < static_cast<int64_t>(m); o0 += rows, ++index) {
             const int64_t o1 = std::min<int64_t>(static_cast<int64_t>(m), o0 + rows);
@@ -444,6 +447,7 @@ void conv_run(RunContext &ctx) {
                 if (kept) kept->chunks.push_back(op);
             }
             op->run(n, in_h, in_w, in, out + o0, ctx.pool());
+            if (kept) op->release_weight_pages();
         }
     }
     finish_output(ctx, y, n, m, out_hw, out_holder);
@@ -686,6 +690,7 @@ void deconv_run(RunContext &ctx) {
 
 void register_conv_ops(Registry &r) {
     r.add("Conv", conv_infer, conv_run)
+        .with_kernels_kept_in_budget()
         .with_ohwi_weight_input(1)
         .with_f32_weight_mask(0b110)
         .with_reads_weights_exactly(0b110)

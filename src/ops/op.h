@@ -325,6 +325,10 @@ struct OpDef {
     // Inputs (one bit per input index) whose values decide an output's shape (NonMaxSuppression's selected
     // count): the converter names the ones computed at run time when it cannot give the output a static shape.
     uint32_t shape_value_mask = 0;
+    // The op may keep its prepared kernels in RunContext::state under a byte budget (exec/kept_kernels.h):
+    // all it keeps is memory of the kernel library (xnn's allocator), and it lets go of the resident pages
+    // of packed weights mapped from a file after each run. Ops without it keep state only in max-speed.
+    bool keeps_kernels_in_budget = false;
     // The layout input i's kernel is read in (RunContext::kernel_weight).
     Layout kernel_layout(size_t input) const {
         return ohwi_weight_input == static_cast<int>(input) ? Layout::OHWI : Layout::Plain;
@@ -360,6 +364,10 @@ struct OpDef {
     }
     OpDef &with_nhwc(NhwcIo io) {
         nhwc = io;
+        return *this;
+    }
+    OpDef &with_kernels_kept_in_budget() {
+        keeps_kernels_in_budget = true;
         return *this;
     }
     OpDef &with_output_may_reuse_input() {

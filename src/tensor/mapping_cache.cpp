@@ -56,7 +56,7 @@ void Cache::trim(uint64_t limit) {
 
 } // namespace
 
-Mapping map_pages(size_t bytes) {
+Mapping map_pages(size_t bytes, bool reuse_idle) {
     const size_t want = page_round(bytes);
     Cache &c = cache();
     {
@@ -64,7 +64,7 @@ Mapping map_pages(size_t bytes) {
         // Best fit, newest first among equals (the likeliest to still be in the CPU caches). A bigger one is
         // split: its tail stays idle, pages already touched, for the next request.
         auto best = c.idle.end();
-        for (auto it = c.idle.begin(); it != c.idle.end(); ++it)
+        for (auto it = c.idle.begin(); reuse_idle && it != c.idle.end(); ++it)
             if (it->bytes >= want && (best == c.idle.end() || it->bytes <= best->bytes)) best = it;
         if (best != c.idle.end()) {
             Mapping m = *best;

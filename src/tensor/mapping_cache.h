@@ -42,7 +42,9 @@ struct Mapping {
 
 // A mapping of `bytes` rounded up to pages: the smallest idle one that holds it (a bigger one is split, its
 // tail staying idle), or a new one. Contents are unspecified. base == nullptr when the system refuses.
-Mapping map_pages(size_t bytes);
+// reuse_idle false: always a new one, for memory kept across runs (a piece split from a big idle mapping
+// would stay between its neighbours, and the big tensor that mapping served would need new pages).
+Mapping map_pages(size_t bytes, bool reuse_idle = true);
 // Give a mapping back: joined with the idle ranges it borders and cached while the idle bytes stay within
 // the budget (whole mappings unmapped, oldest first), else unmapped.
 void unmap_pages(const Mapping &mapping);

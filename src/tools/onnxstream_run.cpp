@@ -30,6 +30,7 @@ const char *kUsage =
     "                      [--output-dir DIR] [--threads N]\n"
     "                      [--memory-mode min|balanced|max-speed] [--provider nocache|prefetch|mmap|ram]\n"
     "                      [--attention auto|full|sliced|flash] [--attention-slices N] [--chunk-mb N]\n"
+    "                      [--kept-kernels-mb N]\n"
     "                      [--cache PATH] [--runs N] [--nchw-only] [--ops-printf] [--json] [--range-data FILE]\n"
     "                      [--calibrate OUT/range_data.txt] [--max-bytes N[K|M|G]]\n"
     "                      [--arithmetic auto|fp32|fp16] [--profile TRACE.json] [--profile-summary]\n"
@@ -37,6 +38,8 @@ const char *kUsage =
     "                      [--lora-prefix PREFIX] [--version]\n"
     "  --memory-mode  min: smallest working set; balanced (default); max-speed: keep prepared weights in RAM\n"
     "  --chunk-mb     stream weights bigger than N MiB in chunks (0: never; default from the memory mode)\n"
+    "  --kept-kernels-mb  keep up to N MiB of prepared convolutions between runs, chosen after the first run\n"
+    "                 (0: none; default from the memory mode: balanced 24, min 0)\n"
     "  --max-bytes    budget of tracked tensor memory (K/M/G = KiB/MiB/GiB); a run over it fails with\n"
     "                 ONNXSTREAM_ERR_OUT_OF_MEMORY instead of being killed by the OS (default: no limit)\n"
     "  --cache        persistent prepared-weights cache file (built on the first run, shared afterwards)\n"
@@ -79,7 +82,7 @@ struct Args {
     int attention = ONNXSTREAM_ATTENTION_AUTO;
     int attention_slices = 0;
     int arithmetic = ONNXSTREAM_ARITHMETIC_AUTO;
-    long long chunk_mb = -1;
+    long long chunk_mb = -1, kept_kernels_mb = -1;
     uint64_t max_bytes = 0;
     std::string cache, range_data, calibrate;
     std::vector<std::pair<std::string, float>> loras; // file, scale
@@ -192,6 +195,8 @@ Args parse_args(int argc, char **argv) {
             a.attention_slices = parse_count(arg, value(), 1);
         } else if (arg == "--chunk-mb") {
             a.chunk_mb = parse_count(arg, value(), 0);
+        } else if (arg == "--kept-kernels-mb") {
+            a.kept_kernels_mb = parse_count(arg, value(), 0);
         } else if (arg == "--max-bytes") {
             a.max_bytes = parse_bytes(arg, value());
         } else if (arg == "--cache") {
@@ -288,6 +293,8 @@ onnxstream_model_t *create_model(const Args &args) {
     options.attention = args.attention;
     options.attention_slices = args.attention_slices;
     options.arithmetic = args.arithmetic;
+    if (args.kept_kernels_mb == 0) options.kept_kernel_bytes = UINT64_MAX;
+    else if (args.kept_kernels_mb > 0) options.kept_kernel_bytes = static_cast<uint64_t>(args.kept_kernels_mb) << 20;
     if (args.chunk_mb == 0) options.weight_chunk_bytes = UINT64_MAX;
     else if (args.chunk_mb > 0) options.weight_chunk_bytes = static_cast<uint64_t>(args.chunk_mb) << 20;
     options.max_bytes = args.max_bytes;
@@ -378,20 +385,29 @@ RunReport run_model(onnxstream_model_t *model, const Args &args) {
         std::snprintf(buf, sizeof buf,
                       "{\"bytes_read\":%llu,\"read_s\":%.6f,\"wait_s\":%.6f,\"transposes\":%llu,"
                       "\"arithmetic\":\"%s\",\"fp16_ops\":%llu,\"fp16_fallbacks\":%llu,\"weight_bytes_copied\":%llu,"
-                      "\"int8_ops\":%llu,\"packed_weights_mapped\":%llu,\"packed_weights_stored\":%llu}",
+                      "\"int8_ops\":%llu,\"packed_weights_mapped\":%llu,\"packed_weights_stored\":%llu,"
+                      "\"kept_kernels\":%llu,\"kept_kernel_bytes\":%llu}",
                       static_cast<unsigned long long>(rs.weight_bytes_read), rs.weight_read_us / 1e6,
                       rs.weight_wait_us / 1e6, static_cast<unsigned long long>(rs.layout_transposes), arith,
                       static_cast<unsigned long long>(rs.fp16_ops), static_cast<unsigned long long>(rs.fp16_fallbacks),
                       static_cast<unsigned long long>(rs.weight_bytes_copied),
                       static_cast<unsigned long long>(rs.int8_ops),
                       static_cast<unsigned long long>(rs.packed_weights_mapped),
-                      static_cast<unsigned long long>(rs.packed_weights_stored));
+                      static_cast<unsigned long long>(rs.packed_weights_stored),
+                      static_cast<unsigned long long>(rs.kept_kernels),
+                      static_cast<unsigned long long>(rs.kept_kernel_bytes));
         report.weights_json += (report.weights_json.empty() ? "" : ",") + std::string(buf);
         if (!args.json) {
             std::string packed;
             if (rs.packed_weights_mapped || rs.packed_weights_stored)
                 packed = "; packed weights: " + std::to_string(rs.packed_weights_mapped) + " mapped, " +
                          std::to_string(rs.packed_weights_stored) + " stored";
+            if (rs.kept_kernels) {
+                char kept[64];
+                std::snprintf(kept, sizeof kept, "; %llu kept kernels (%.1f MB)",
+                              static_cast<unsigned long long>(rs.kept_kernels), rs.kept_kernel_bytes / 1e6);
+                packed += kept;
+            }
             std::printf("run %d: %.3f s (weights: %.1f MB read in %.3f s, run waited %.3f s for them; %llu layout "
                         "transposes; arithmetic %s, %llu ops in fp16, %llu in int8%s)\n",
                         r + 1, s, rs.weight_bytes_read / 1e6, rs.weight_read_us / 1e6, rs.weight_wait_us / 1e6,

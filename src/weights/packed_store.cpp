@@ -174,6 +174,17 @@ void PackedStoreFile::drop_entry(Entry &e) {
     e.address = nullptr;
 }
 
+void PackedStoreFile::idle(uint64_t key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(key);
+    if (it == entries_.end() || keep_pages_mapped_) return;
+    const Entry &e = it->second;
+    // A shared read-only mapping of the file: dropping its pages takes them out of this process's RSS
+    // and leaves them in the page cache; the operator's next run faults them back in, as a fresh
+    // mapping's first run does, without the unmapping and mapping again.
+    if (e.in_file && e.address) ::madvise(e.address, static_cast<size_t>(e.bytes), MADV_DONTNEED);
+}
+
 const void *PackedStoreFile::acquire(uint64_t key, size_t) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(key);

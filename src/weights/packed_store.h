@@ -45,6 +45,7 @@ public:
     const void *acquire(uint64_t key, size_t bytes) override;
     const void *insert(uint64_t key, const void *data, size_t bytes) override;
     void release(uint64_t key) override;
+    void idle(uint64_t key) override;
 
     // After a complete run: a store being built writes its index and renames the file into place, so the
     // next process maps what this one packed. Later entries stay in memory.

@@ -34,6 +34,8 @@ void Conv2dOperator::run(size_t batch, size_t in_h, size_t in_w, const float *in
     xnn::run(impl_->op, pool);
 }
 
+void Conv2dOperator::release_weight_pages() { idle_operator(impl_->op.get()); }
+
 void conv2d_nhwc_f32(const Conv2dShape &s, const float *input, const float *kernel, const float *bias,
                      float *output, pthreadpool_t pool) {
     Conv2dOperator(s, kernel, bias).run(s.batch, s.in_h, s.in_w, input, output, pool);
@@ -71,6 +73,8 @@ void Conv2dF16Operator::run(size_t batch, size_t in_h, size_t in_w, const uint16
     setup_conv2d_f16(impl_->op.get(), impl_->workspace, batch, in_h, in_w, input, output, pool);
     xnn::run(impl_->op, pool);
 }
+
+void Conv2dF16Operator::release_weight_pages() { idle_operator(impl_->op.get()); }
 
 void deconv2d_nhwc_f32(const Deconv2dShape &s, const float *input, const float *kernel, const float *bias,
                        float *output, pthreadpool_t pool) {

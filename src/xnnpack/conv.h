@@ -44,6 +44,9 @@ public:
     Conv2dOperator(const Conv2dOperator &) = delete;
     Conv2dOperator &operator=(const Conv2dOperator &) = delete;
     void run(size_t batch, size_t in_h, size_t in_w, const float *input, float *output, pthreadpool_t pool);
+    // For an operator kept between runs, after its run: packed weights mapped from a packed-weights file
+    // leave the process's resident pages until the next run reads them (PackedStore::idle).
+    void release_weight_pages();
 
 private:
     struct Impl;
@@ -64,6 +67,7 @@ public:
     Conv2dF16Operator &operator=(const Conv2dF16Operator &) = delete;
     // input must stay readable 16 bytes past its end.
     void run(size_t batch, size_t in_h, size_t in_w, const uint16_t *input, uint16_t *output, pthreadpool_t pool);
+    void release_weight_pages(); // as Conv2dOperator's
 
 private:
     Conv2dF16Operator();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace onnxstream {
 // Initialise the kernel library once per process; throws Error if the CPU is unsupported.
@@ -14,4 +15,20 @@ bool cpu_has_fp16_arithmetic();
 size_t cpu_l2_bytes_per_thread();
 // The kernel library and API generation this build uses (onnxstream_kernel_library).
 const char *kernel_library_description();
+// Bytes the kernel library holds through the engine's allocator right now: operators, their packed
+// weights when not served from a packed-weights file, indirection buffers and workspaces. The executor
+// reads it around an op to learn what the op's kept kernels hold (exec/kept_kernels.h).
+uint64_t kernel_library_bytes();
+// While alive, the kernel library's big blocks allocated on this thread are new pages, not pieces of the
+// idle ones the tensors free (tensor/mapping_cache.h): around an op that may keep its kernels.
+class KernelKeepingScope {
+public:
+    KernelKeepingScope();
+    ~KernelKeepingScope();
+    KernelKeepingScope(const KernelKeepingScope &) = delete;
+    KernelKeepingScope &operator=(const KernelKeepingScope &) = delete;
+
+private:
+    bool outer_;
+};
 } // namespace onnxstream

@@ -156,6 +156,17 @@ std::string cpu_fingerprint() {
     return id;
 }
 
+void idle_operator(struct xnn_operator *op) {
+    std::pair<PackedStore *, uint64_t> held{nullptr, 0};
+    {
+        std::lock_guard<std::mutex> lock(g_holds_mutex);
+        auto it = holds().find(op);
+        if (it == holds().end()) return;
+        held = it->second;
+    }
+    held.first->idle(held.second);
+}
+
 void delete_operator(struct xnn_operator *op) {
     if (!op) return;
     std::pair<PackedStore *, uint64_t> held{nullptr, 0};

@@ -39,6 +39,9 @@ public:
     virtual const void *insert(uint64_t key, const void *data, size_t bytes) = 0;
     // Ends one hold of key's bytes (acquire or insert).
     virtual void release(uint64_t key) = 0;
+    // The holder will not read key's bytes before its next run: a store serving them from a file may
+    // take them out of the process's resident pages (they stay in the page cache and fault back in).
+    virtual void idle(uint64_t) {}
 };
 
 // While alive, the next weighted operator created on this thread looks its packed weights up in `store`
@@ -89,5 +92,8 @@ std::string cpu_fingerprint();
 // xnn_delete_operator, releasing the operator's hold on stored packed weights first. Every operator
 // handle in src/xnnpack/ is deleted through it.
 void delete_operator(struct xnn_operator *op);
+
+// An operator kept between runs has run for this one: PackedStore::idle for the packed weights it holds.
+void idle_operator(struct xnn_operator *op);
 
 } // namespace onnxstream::xnn

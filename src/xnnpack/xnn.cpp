@@ -1,8 +1,10 @@
 #include "xnnpack/xnn.h"
 
 #include "xnnpack/compat.h"
+#include "xnnpack/init.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -49,6 +51,9 @@ struct BlockHeader {
     size_t unused;
 };
 
+std::atomic<uint64_t> g_live_bytes{0}; // usable bytes of the blocks handed out and not freed
+thread_local bool t_for_keeping = false;  // KernelKeepingScope
+
 void *aligned_allocate(void *, size_t alignment, size_t size) {
     alignment = std::max(alignment, sizeof(BlockHeader));
     if (size > SIZE_MAX / 2) return nullptr;
@@ -56,7 +61,7 @@ void *aligned_allocate(void *, size_t alignment, size_t size) {
     void *base = nullptr;
     size_t map_bytes = 0;
     if (kUseDirectMaps && total >= kDirectMapBytes) {
-        const Mapping m = map_pages(total);
+        const Mapping m = map_pages(total, /*reuse_idle=*/!t_for_keeping);
         if (!m.base) return nullptr;
         base = m.base;
         map_bytes = m.bytes;
@@ -68,6 +73,7 @@ void *aligned_allocate(void *, size_t alignment, size_t size) {
     p = (p + alignment - 1) / alignment * alignment;
     BlockHeader h{base, map_bytes, size, 0};
     std::memcpy(reinterpret_cast<void *>(p - sizeof(BlockHeader)), &h, sizeof(h));
+    g_live_bytes.fetch_add(size, std::memory_order_relaxed);
     return reinterpret_cast<void *>(p);
 }
 
@@ -80,6 +86,7 @@ BlockHeader header_of(void *pointer) {
 void deallocate(void *, void *pointer) {
     if (!pointer) return;
     const BlockHeader h = header_of(pointer);
+    g_live_bytes.fetch_sub(h.size, std::memory_order_relaxed);
     if (h.map_bytes)
         unmap_pages({h.base, h.map_bytes});
     else
@@ -140,6 +147,11 @@ namespace onnxstream {
 void init_kernels() { xnn::ensure_initialized(); }
 
 const char *kernel_library_description() { return xnn::api_description(); }
+
+uint64_t kernel_library_bytes() { return xnn::g_live_bytes.load(std::memory_order_relaxed); }
+
+KernelKeepingScope::KernelKeepingScope() : outer_(xnn::t_for_keeping) { xnn::t_for_keeping = true; }
+KernelKeepingScope::~KernelKeepingScope() { xnn::t_for_keeping = outer_; }
 
 bool cpu_has_fp16_arithmetic() {
     // cpuinfo_initialize is idempotent and thread-safe; when it fails (unreadable /proc on some

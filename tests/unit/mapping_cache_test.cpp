@@ -169,3 +169,21 @@ TEST_F(MappingCache, AZeroBudgetUnmapsAtOnceDuringARunToo) {
     unmap_pages(b);
     end_mapping_cache_run();
 }
+
+TEST_F(MappingCache, MemoryToKeepTakesNewPagesNotIdleOnes) {
+    set_mapping_cache_budget(16 * MiB);
+    Mapping big = map_pages(8 * MiB);
+    ASSERT_NE(big.base, nullptr);
+    unmap_pages(big);
+    ASSERT_EQ(mapping_cache_idle_bytes(), 8 * MiB);
+    // A piece split off the idle 8 MiB would stay between the pieces a later 8 MiB tensor needs.
+    Mapping kept = map_pages(1 * MiB, /*reuse_idle=*/false);
+    ASSERT_NE(kept.base, nullptr);
+    EXPECT_TRUE(static_cast<char *>(kept.base) + kept.bytes <= big.base ||
+                static_cast<char *>(big.base) + big.bytes <= kept.base);
+    EXPECT_EQ(mapping_cache_idle_bytes(), 8 * MiB);
+    Mapping again = map_pages(8 * MiB);
+    EXPECT_EQ(again.base, big.base);
+    unmap_pages(again);
+    unmap_pages(kept);
+}

@@ -21,7 +21,7 @@ from . import _capi
 from ._library import LibraryError
 from .callbacks import Progress
 from .convert import convert, has_convert
-from .enums import (NO_CHUNKING, Arithmetic, Attention, DType, Flag, LogLevel, MemoryMode, ProfileFormat, Provider,
+from .enums import (KEEP_NO_KERNELS, NO_CHUNKING, Arithmetic, Attention, DType, Flag, LogLevel, MemoryMode, ProfileFormat, Provider,
                     Quantize, WeightsFormat)
 from .errors import Error, Status
 from .model import Model
@@ -34,7 +34,7 @@ from .weights import WeightRequest
 
 # The version of this package; it targets the C API of libonnxstream 0.9 and accepts later 0.x
 # libraries (fields and statuses are only ever appended). pyproject.toml reads it from here.
-__version__ = "0.19.0"
+__version__ = "0.20.0"
 
 
 def library_version() -> str:
@@ -54,7 +54,7 @@ def kernel_library() -> str:
 
 __all__ = [
     "Arithmetic", "Attention", "DType", "Error", "Flag", "LibraryError", "LogLevel", "MemoryMode",
-    "MemoryStats", "Model", "ModelOptions", "NO_CHUNKING", "OpProfile", "ProfileFormat", "Progress", "Provider",
+    "MemoryStats", "Model", "ModelOptions", "KEEP_NO_KERNELS", "NO_CHUNKING", "OpProfile", "ProfileFormat", "Progress", "Provider",
     "Quantize", "Roofline", "RunStats", "Status", "TensorInfo", "WeightRequest", "WeightsFormat", "__version__",
     "convert", "has_convert", "kernel_library", "library_path", "library_version", "measure_roofline",
     "pack_weights",

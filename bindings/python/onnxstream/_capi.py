@@ -27,7 +27,7 @@ from ctypes import (
 from ._library import LibraryError, open_library
 
 # The header this file mirrors: ONNXSTREAM_VERSION of include/onnxstream.h.
-HEADER_VERSION = 1900
+HEADER_VERSION = 2000
 
 # C enums are int-sized (the library's own c_enum() static_asserts it).
 c_status = c_int
@@ -52,6 +52,8 @@ class ModelOptions(Structure):
         # Since 0.4:
         ("max_bytes", c_uint64),
         ("arithmetic", c_int32),
+        # Since 0.20:
+        ("kept_kernel_bytes", c_uint64),
     ]
 
 
@@ -146,6 +148,9 @@ class RunStats(Structure):
         # Since 0.15:
         ("packed_weights_mapped", c_uint64),
         ("packed_weights_stored", c_uint64),
+        # Since 0.20:
+        ("kept_kernels", c_uint64),
+        ("kept_kernel_bytes", c_uint64),
     ]
 
 

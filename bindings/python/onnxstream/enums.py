@@ -128,3 +128,5 @@ class WeightsFormat(enum.IntEnum):
 
 #: ``weight_chunk_bytes`` value that never splits weights into chunks (UINT64_MAX in C).
 NO_CHUNKING = (1 << 64) - 1
+#: ``kept_kernel_bytes`` value that keeps no prepared kernels between runs (UINT64_MAX in C).
+KEEP_NO_KERNELS = (1 << 64) - 1

@@ -53,7 +53,8 @@ class Model:
                  provider=None, flags=None, prefetch_bytes: Optional[int] = None, memory_mode=None,
                  attention=None, attention_slices: Optional[int] = None,
                  weight_chunk_bytes: Optional[int] = None, cache_path: Optional[PathLike] = None,
-                 max_bytes: Optional[int] = None, arithmetic=None, options: Optional[ModelOptions] = None,
+                 max_bytes: Optional[int] = None, arithmetic=None, kept_kernel_bytes: Optional[int] = None,
+                 options: Optional[ModelOptions] = None,
                  weights_provider=None, progress: Optional[callbacks.ProgressFn] = None,
                  log: Optional[callbacks.LogFn] = None, log_level=LogLevel.WARNING):
         self._handle: Optional[int] = None
@@ -66,7 +67,7 @@ class Model:
         given = dict(threads=threads, provider=provider, flags=flags, prefetch_bytes=prefetch_bytes,
                      memory_mode=memory_mode, attention=attention, attention_slices=attention_slices,
                      weight_chunk_bytes=weight_chunk_bytes, cache_path=cache_path, max_bytes=max_bytes,
-                     arithmetic=arithmetic)
+                     arithmetic=arithmetic, kept_kernel_bytes=kept_kernel_bytes)
         opts = dataclasses.replace(options or ModelOptions(), **{k: v for k, v in given.items() if v is not None})
         api = _capi.api()
         c_opts = opts.to_c(api.model_defaults)

@@ -91,6 +91,9 @@ class ModelOptions:
     #: budget of tracked tensor memory in bytes; 0 = no limit (see Model.set_max_bytes)
     max_bytes: Optional[int] = None
     arithmetic: Union[Arithmetic, int, str, None] = None  #: default AUTO
+    #: memory for prepared kernels kept between runs; 0 = from the memory mode (balanced 24 MiB);
+    #: KEEP_NO_KERNELS = none
+    kept_kernel_bytes: Optional[int] = None
 
     def to_c(self, defaults: _capi.ModelOptions) -> _capi.ModelOptions:
         """The C struct: the library's defaults with the fields that are not None replaced."""
@@ -118,6 +121,8 @@ class ModelOptions:
             o.max_bytes = c_int("max_bytes", self.max_bytes, _UINT64)
         if self.arithmetic is not None:
             o.arithmetic = c_enum("arithmetic", Arithmetic, self.arithmetic)
+        if self.kept_kernel_bytes is not None:
+            o.kept_kernel_bytes = c_int("kept_kernel_bytes", self.kept_kernel_bytes, _UINT64)
         return o
 
 

@@ -30,6 +30,8 @@ class RunStats(NamedTuple):
     int8_ops: int  #: ops that computed an 8-bit weight in int8 arithmetic (XNNPACK 2024 builds)
     packed_weights_mapped: int  #: since 0.15: ops whose packed weights were mapped from <cache_path>.xnnpack
     packed_weights_stored: int  #: since 0.15: ops whose packed weights this run wrote to that file
+    kept_kernels: int  #: since 0.20: ops keeping prepared kernels between runs within balanced's budget
+    kept_kernel_bytes: int  #: since 0.20: the memory those kept kernels hold
 
 
 def memory_stats(s: _capi.MemoryStats) -> MemoryStats:
@@ -44,4 +46,4 @@ def run_stats(s: _capi.RunStats) -> RunStats:
     return RunStats(int(s.run_us), int(s.weight_bytes_read), int(s.weight_read_us), int(s.weight_wait_us),
                     int(s.layout_transposes), int(s.fp16_ops), int(s.fp16_fallbacks), arithmetic,
                     int(s.weight_bytes_copied), int(s.int8_ops), int(s.packed_weights_mapped),
-                    int(s.packed_weights_stored))
+                    int(s.packed_weights_stored), int(s.kept_kernels), int(s.kept_kernel_bytes))

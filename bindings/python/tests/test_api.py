@@ -17,7 +17,7 @@ def open_tiny(tiny_dir, **kwargs) -> onnxstream.Model:
 
 
 def test_version_and_library():
-    assert onnxstream.__version__ == "0.19.0"
+    assert onnxstream.__version__ == "0.20.0"
     major, minor, _ = (int(p) for p in onnxstream.library_version().split("."))
     assert (major, minor) >= (0, 7)
     assert "XNNPACK" in onnxstream.kernel_library()
@@ -233,6 +233,7 @@ def test_memory_and_run_stats(tiny_dir):
         assert stats.weight_bytes_read == 32  # w.bin + v.bin, 16 bytes each
         # No cache_path: nothing is mapped from or stored to a packed-weights file.
         assert stats.packed_weights_mapped == 0 and stats.packed_weights_stored == 0
+        assert stats.kept_kernels == 0 and stats.kept_kernel_bytes == 0  # no Conv to keep
         mem = model.memory_stats(reset_peak=True)
         assert mem.peak_bytes >= mem.current_bytes >= 16  # at least the output y
         assert model.memory_stats().peak_bytes == mem.current_bytes
@@ -338,7 +339,7 @@ class _OldLibrary:
 def test_an_older_library_is_refused_by_version():
     with pytest.raises(onnxstream.LibraryError) as e:
         onnxstream._capi._API(_OldLibrary(), "libold.so")
-    assert "libonnxstream 0.6.0" in str(e.value) and "0.19.x" in str(e.value)
+    assert "libonnxstream 0.6.0" in str(e.value) and "0.20.x" in str(e.value)
 
 
 def test_float64_and_wide_integer_inputs_are_computed_in_their_own_types(tmp_path):

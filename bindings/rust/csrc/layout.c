@@ -30,6 +30,7 @@ int main(void) {
     FIELD(onnxstream_model_options_t, cache_path);
     FIELD(onnxstream_model_options_t, max_bytes);
     FIELD(onnxstream_model_options_t, arithmetic);
+    FIELD(onnxstream_model_options_t, kept_kernel_bytes);
 
     SIZE(onnxstream_weight_request_t);
     FIELD(onnxstream_weight_request_t, struct_size);
@@ -88,6 +89,8 @@ int main(void) {
     FIELD(onnxstream_run_stats_t, int8_ops);
     FIELD(onnxstream_run_stats_t, packed_weights_mapped);
     FIELD(onnxstream_run_stats_t, packed_weights_stored);
+    FIELD(onnxstream_run_stats_t, kept_kernels);
+    FIELD(onnxstream_run_stats_t, kept_kernel_bytes);
 
     SIZE(onnxstream_op_profile_t);
     FIELD(onnxstream_op_profile_t, struct_size);

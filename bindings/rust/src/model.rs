@@ -92,6 +92,11 @@ pub struct RunStats {
     /// Since 0.15: operators whose packed weights this run wrote to that file (the first complete run
     /// of a model builds it).
     pub packed_weights_stored: u64,
+    /// Since 0.20: ops keeping their prepared kernels between runs within the memory mode's budget
+    /// (balanced; 0 in min, and in max-speed, which keeps every op's).
+    pub kept_kernels: u64,
+    /// Since 0.20: the memory those kept kernels hold.
+    pub kept_kernel_bytes: u64,
 }
 
 type ProgressFn = dyn FnMut(&Progress<'_>) -> ControlFlow<()> + Send;
@@ -474,6 +479,8 @@ impl Model {
             int8_ops: 0,
             packed_weights_mapped: 0,
             packed_weights_stored: 0,
+            kept_kernels: 0,
+            kept_kernel_bytes: 0,
         };
         // Safety: valid model and struct.
         self.check(unsafe { sys::onnxstream_model_run_stats(self.ptr(), &mut s) })?;
@@ -487,6 +494,8 @@ impl Model {
             int8_ops: s.int8_ops,
             packed_weights_mapped: s.packed_weights_mapped,
             packed_weights_stored: s.packed_weights_stored,
+            kept_kernels: s.kept_kernels,
+            kept_kernel_bytes: s.kept_kernel_bytes,
         })
     }
 

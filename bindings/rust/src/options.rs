@@ -125,6 +125,14 @@ impl ModelOptions {
         self
     }
 
+    /// Memory for prepared kernels kept between runs, in bytes; `None` = none, `Some(0)` = from the
+    /// memory mode (balanced 24 MiB; the default). What is kept: `kept_kernel_bytes` in
+    /// include/onnxstream.h.
+    pub fn kept_kernel_bytes(mut self, bytes: Option<u64>) -> ModelOptions {
+        self.raw.kept_kernel_bytes = bytes.unwrap_or(u64::MAX);
+        self
+    }
+
     /// Memory budget of the model's tracked tensor memory in bytes; `None` = no limit (the default).
     /// A run that would pass it fails with [`Error`](crate::Error) status `OutOfMemory`; the model stays
     /// usable. What counts is documented at `max_bytes` in include/onnxstream.h.

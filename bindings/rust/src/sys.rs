@@ -10,7 +10,7 @@ pub type onnxstream_dtype_t = c_int;
 pub type onnxstream_log_level_t = c_int;
 pub type onnxstream_profile_format_t = c_int;
 
-pub const ONNXSTREAM_VERSION: u32 = 1900;
+pub const ONNXSTREAM_VERSION: u32 = 2000;
 
 pub const ONNXSTREAM_OK: onnxstream_status_t = 0;
 pub const ONNXSTREAM_ERR_INVALID_ARGUMENT: onnxstream_status_t = 1;
@@ -91,6 +91,7 @@ pub struct onnxstream_model_options_t {
     pub cache_path: *const c_char,
     pub max_bytes: u64,
     pub arithmetic: i32,
+    pub kept_kernel_bytes: u64,
 }
 
 #[repr(C)]
@@ -176,6 +177,8 @@ pub struct onnxstream_run_stats_t {
     pub int8_ops: u64,
     pub packed_weights_mapped: u64,
     pub packed_weights_stored: u64,
+    pub kept_kernels: u64,
+    pub kept_kernel_bytes: u64,
 }
 
 #[repr(C)]
@@ -376,7 +379,8 @@ mod layout_tests {
                 weight_chunk_bytes,
                 cache_path,
                 max_bytes,
-                arithmetic
+                arithmetic,
+                kept_kernel_bytes
             }
         );
         rust_struct!(
@@ -430,7 +434,9 @@ mod layout_tests {
                 weight_bytes_copied,
                 int8_ops,
                 packed_weights_mapped,
-                packed_weights_stored
+                packed_weights_stored,
+                kept_kernels,
+                kept_kernel_bytes
             }
         );
         rust_struct!(
@@ -558,6 +564,7 @@ mod layout_tests {
         assert_eq!(o.reserved0, 0);
         assert_eq!(o.weight_chunk_bytes, 0);
         assert!(o.cache_path.is_null());
+        assert_eq!(o.kept_kernel_bytes, 0);
     }
 
     #[test]

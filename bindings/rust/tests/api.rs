@@ -26,8 +26,8 @@ fn y(model: &Model) -> Vec<f32> {
 
 #[test]
 fn version_matches() {
-    assert_eq!(onnxstream::version(), (0, 19, 0));
-    assert_eq!(onnxstream::version_string(), "0.19.0");
+    assert_eq!(onnxstream::version(), (0, 20, 0));
+    assert_eq!(onnxstream::version_string(), "0.20.0");
 }
 
 #[test]
@@ -144,6 +144,7 @@ fn provider_serves_weights_and_outputs_are_typed_views() {
     // No cache_path: nothing is mapped from or stored to a packed-weights file.
     assert_eq!(stats.packed_weights_mapped, 0);
     assert_eq!(stats.packed_weights_stored, 0);
+    assert_eq!(stats.kept_kernels, 0); // a host's provider: nothing is kept between runs
     assert!(model.memory_stats().unwrap().peak_bytes > 0);
     drop(model);
     assert_eq!(Counters::get(&counters.drops), 1);

@@ -114,6 +114,30 @@ fn yolov8n_zero_copy_lender() {
     assert_eq!(Counters::get(&counters.drops), 1);
 }
 
+/// balanced keeps the prepared convolutions it chose after the first run; the later runs reuse them and
+/// must still match ONNX Runtime.
+#[test]
+fn yolov8n_balanced_keeps_kernels() {
+    let shared = match shared_dir() {
+        Some(d) => d,
+        None => return,
+    };
+    let mut model = Model::new(&ModelOptions::new().threads(THREADS)).unwrap();
+    model.load(shared.join("models/yolov8n")).unwrap();
+    let input = read_f32(&shared.join("data/yolov8n/input_images_1x3x640x640_f32.bin"));
+    let expected = read_f32(&shared.join("data/yolov8n/expected_output0_1x84x8400_f32.bin"));
+    model.push("images", &[1, 3, 640, 640], &input).unwrap();
+    for run in 1..=3 {
+        model.run().unwrap();
+        let out = model.output_by_name("output0").unwrap();
+        let err = rel_l2(out.data::<f32>().unwrap(), &expected);
+        assert!(err <= 1e-4, "run {}: rel L2 vs ONNX Runtime {} > 1e-4", run, err);
+    }
+    let stats = model.run_stats().unwrap();
+    assert!(stats.kept_kernels > 0, "no kept kernels");
+    assert!(stats.kept_kernel_bytes > 0 && stats.kept_kernel_bytes <= 24 << 20, "{} bytes", stats.kept_kernel_bytes);
+}
+
 /// output0 of YOLOv8n loaded from `dir` with a built-in provider.
 fn run_folder(shared: &Path, dir: &Path, provider: BuiltinProvider) -> Vec<f32> {
     let mut model = Model::new(&ModelOptions::new().threads(THREADS).provider(provider)).unwrap();
