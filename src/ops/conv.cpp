@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/conv_paired.h"
 #include "ops/layout.h"
 #include "ops/quantize.h"
 #include "ops/registry.h"
@@ -119,11 +120,22 @@ std::shared_ptr<ConvState> kept_conv_state(const RunContext &ctx, const xnn::Con
 // no conversion of its weight.
 void run_conv(const RunContext &ctx, const xnn::Conv2dShape &s, const std::function<Tensor()> &kernel,
               const float *bias, const float *in, float *out) {
-    std::shared_ptr<ConvState> kept = kept_conv_state(ctx, s);
+    xnn::Conv2dShape paired;
+    const bool pairs = paired_columns_shape(s, paired); // conv_paired.h: the same output memory
+    const xnn::Conv2dShape &shape = pairs ? paired : s;
+    std::shared_ptr<ConvState> kept = kept_conv_state(ctx, shape);
     std::shared_ptr<xnn::Conv2dOperator> op = kept ? kept->op : nullptr;
     if (!op) {
         xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(1));
-        op = std::make_shared<xnn::Conv2dOperator>(s, kernel().data<float>(), bias);
+        const Tensor k = kernel();
+        if (pairs) {
+            Tensor k2 = ctx.scratch(DType::F32, {static_cast<int64_t>(2 * s.group_out * s.kernel_h * paired.kernel_w * s.group_in)});
+            Tensor b2 = bias ? ctx.scratch(DType::F32, {static_cast<int64_t>(2 * s.group_out)}) : Tensor();
+            paired_columns_kernel(s, k.data<float>(), bias, k2.data<float>(), bias ? b2.data<float>() : nullptr);
+            op = std::make_shared<xnn::Conv2dOperator>(paired, k2.data<float>(), bias ? b2.data<float>() : nullptr);
+        } else {
+            op = std::make_shared<xnn::Conv2dOperator>(s, k.data<float>(), bias);
+        }
         if (kept) kept->op = op;
     }
     op->run(s.batch, s.in_h, s.in_w, in, out, ctx.pool());

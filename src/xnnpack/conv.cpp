@@ -2,9 +2,20 @@
 
 #include <limits>
 
+#include <cpuinfo.h>
+
 #include "xnnpack/compat.h"
 
 namespace onnxstream::xnn {
+
+size_t f32_conv_tile_columns() {
+#if ONNXSTREAM_XNNPACK_2024 && (defined(__x86_64__) || defined(__i386__))
+    static const size_t columns = cpuinfo_initialize() && cpuinfo_has_x86_avx512f() ? 32 : 0;
+    return columns;
+#else
+    return 0;
+#endif
+}
 
 struct Conv2dOperator::Impl {
     Operator op;

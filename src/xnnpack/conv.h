@@ -26,6 +26,12 @@ struct Conv2dShape {
     size_t input_pixel_stride = 0;
 };
 
+// Output channels XNNPACK's float32 convolution computes per tile on this CPU, where known: 32 for the
+// 2024 API on x86 with AVX-512 (perf annotate of its kernels: 7x32), else 0 (not known; the 2022 API's
+// AVX-512 tile is 16 wide, ARM's 8 or 16). A convolution with fewer output channels computes zeros for
+// the rest of the tile.
+size_t f32_conv_tile_columns();
+
 // output[n, oh, ow, g*group_out + o] = bias + sum over (kh, kw, i) of
 //   input[n, oh*stride - pad + kh*dilation, ..., g*group_in + i] * kernel[g*group_out + o, kh, kw, i].
 // kernel is OHWI ([groups*group_out][kernel_h][kernel_w][group_in]); bias (groups*group_out) may be null.

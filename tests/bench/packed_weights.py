@@ -8,14 +8,16 @@ PATH.xnnpack: the first process writes them, later processes and runs map them i
   - ONNX Runtime on the float32 ONNX model (the peer, and the accuracy reference);
   - onnxstream in `balanced` without a cache (every run packs every weight);
   - the first process with a fresh --cache (builds the weights cache, then the packed-weights file);
-  - a second process on the same cache, in `balanced` and in `min`;
+  - a second process on the same cache, in `balanced` and in `min`, and in `balanced` keeping no prepared
+    convolutions between runs (`--kept-kernels-mb 0`);
   - two processes at once on the same cache: the sum of their proportional set sizes (Pss, shared pages
     counted once) and of their RSS, sampled every 0.1 s.
 Figures: process start (load and weights cache) and first-run time, the median of the later runs (--runs in
 one process), x ONNX Runtime, peak RSS (/usr/bin/time -v), packed weights mapped and stored per run, rel L2
-against ONNX Runtime's output. With --rounds N, N more pairs of processes follow, ONNX Runtime then
-onnxstream's next `--cache` `balanced` process, and the script prints each pair's ratio and their median:
-on a shared machine the load drifts within a minute, and alternating spreads that drift over both engines.
+against ONNX Runtime's output, the prepared convolutions kept between runs and their memory. With --rounds N,
+N more rounds of processes follow, ONNX Runtime, then onnxstream's next `--cache` `balanced` process keeping
+no prepared convolutions, then one with the default: the script prints each round's ratios and their
+medians: on a shared machine the load drifts within a minute, and alternating spreads that drift over all.
 
 usage: tests/bench/packed_weights.py [--build build] [--build13 build-debian13] [--work /tmp/onnxstream-sd15]
                                      [--models yolov8n,text_encoder,unet,vae_decoder] [--runs 4] [--threads 2]
@@ -158,10 +160,10 @@ def main():
         folder = ensure_converted(convert, work, case, model, logs)
         cache = fresh_cache(work, model)
 
-        def command(tag, mode, with_cache):
+        def command(tag, mode, with_cache, extra=()):
             outputs = os.path.join(work, "outputs", f"packed_{model}_{tag}")
             cmd = run_command(run, folder, case, meta, outputs, mode, args.threads, cache if with_cache else None)
-            return cmd + ["--runs", str(args.runs)], outputs
+            return cmd + ["--runs", str(args.runs)] + list(extra), outputs
 
         def row(label, mode, stats, rss, wall, outputs, extra=None):
             got = [f for f in sorted(os.listdir(outputs)) if f.endswith(".npy")]
@@ -170,14 +172,19 @@ def main():
             rows.append(dict(model=title, engine=label, mode=mode, start=wall - sum(runs), first=runs[0],
                              median=median_after_first(runs), rss=rss, err=err,
                              mapped=stats["weights"][-1].get("packed_weights_mapped"),
-                             stored=stats["weights"][0].get("packed_weights_stored"), **(extra or {})))
+                             stored=stats["weights"][0].get("packed_weights_stored"),
+                             kept=stats["weights"][-1].get("kept_kernels", 0),
+                             kept_mb=stats["weights"][-1].get("kept_kernel_bytes", 0) / 1e6, **(extra or {})))
             print(rows[-1], flush=True)
 
-        for label, tag, mode, with_cache in [("no cache", "nocache", "balanced", False),
-                                             ("--cache, first process", "first", "balanced", True),
-                                             ("--cache, next process", "next", "balanced", True),
-                                             ("--cache, next process", "next_min", "min", True)]:
-            cmd, outputs = command(tag, mode, with_cache)
+        no_kept = ["--kept-kernels-mb", "0"]
+        for label, tag, mode, with_cache, extra in [
+                ("no cache", "nocache", "balanced", False, []),
+                ("--cache, first process", "first", "balanced", True, []),
+                ("--cache, next process", "next", "balanced", True, []),
+                ("--cache, next process, no kept kernels", "next_nokept", "balanced", True, no_kept),
+                ("--cache, next process", "next_min", "min", True, [])]:
+            cmd, outputs = command(tag, mode, with_cache, extra)
             log = os.path.join(logs, f"packed_{model}_{tag}.log")
             stats, rss, wall = finish(in_debian13(cmd, work, log), cmd, log)
             row(label, mode, stats, rss, wall, outputs)
@@ -196,28 +203,35 @@ def main():
 
         for k in range(args.rounds):
             ort, _ = ort_median(case, f"{model}_round{k}")
-            cmd, _ = command(f"round{k}", "balanced", True)
-            log = os.path.join(logs, f"packed_{model}_round{k}.log")
-            stats, _, _ = finish(in_debian13(cmd, work, log), cmd, log)
-            rounds.setdefault(title, []).append(median_after_first(stats["runs_s"]) /
-                                                median_after_first(ort["runs_s"]))
-            print(f"{title}: round {k + 1}: {rounds[title][-1]:.3f} x ORT", flush=True)
+            ratios = []
+            for tag, extra in [("nokept", no_kept), ("kept", [])]:
+                cmd, _ = command(f"round{k}_{tag}", "balanced", True, extra)
+                log = os.path.join(logs, f"packed_{model}_round{k}_{tag}.log")
+                stats, _, _ = finish(in_debian13(cmd, work, log), cmd, log)
+                ratios.append(median_after_first(stats["runs_s"]) / median_after_first(ort["runs_s"]))
+            rounds.setdefault(title, []).append(ratios)
+            print(f"{title}: round {k + 1}: {ratios[0]:.3f} x ORT keeping no kernels, {ratios[1]:.3f} keeping them",
+                  flush=True)
 
     print(f"\n{args.threads} threads, {args.runs} runs per process; time per run = median of the runs after the first\n")
     print("| model | engine | mode | start s | first run s | s per run | x ORT | peak RSS MB | packed mapped / stored "
-          "| rel L2 vs ORT |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| kept kernels (MB) | rel L2 vs ORT |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     ort_time = {}
     for r in rows:
         if "err" not in r:
             ort_time[r["model"]] = r["median"]
         packed = "-" if r.get("mapped") is None else f"{r['mapped']} / {r['stored']}"
         err = "-" if "err" not in r else f"{r['err']:.2g}"
+        kept = "-" if "err" not in r else f"{r['kept']} ({r['kept_mb']:.1f})"
         print(f"| {r['model']} | {r['engine']} | {r.get('mode', '-')} | {r['start']:.2f} | {r['first']:.3f} "
-              f"| {r['median']:.3f} | {r['median'] / ort_time[r['model']]:.2f} | {r['rss']:.0f} | {packed} | {err} |")
-    for title, ratios in rounds.items():
-        print(f"{title}: {len(ratios)} alternating rounds of ONNX Runtime and `--cache` balanced: "
-              f"{' '.join(f'{x:.3f}' for x in ratios)} x ORT, median {sorted(ratios)[len(ratios) // 2]:.3f}")
+              f"| {r['median']:.3f} | {r['median'] / ort_time[r['model']]:.2f} | {r['rss']:.0f} | {packed} | {kept} "
+              f"| {err} |")
+    for title, pairs in rounds.items():
+        for i, what in enumerate(["keeping no prepared kernels", "keeping them (the default)"]):
+            ratios = [p[i] for p in pairs]
+            print(f"{title}: {len(ratios)} alternating rounds, `--cache` balanced {what}: "
+                  f"{' '.join(f'{x:.3f}' for x in ratios)} x ORT, median {sorted(ratios)[len(ratios) // 2]:.3f}")
     for r in rows:
         if r["engine"].endswith("(1)"):
             print(f"{r['model']}: two processes at once on one cache: {r['pair_pss']:.0f} MB Pss together "

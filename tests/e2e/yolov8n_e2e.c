@@ -91,7 +91,7 @@ typedef struct {
     const char *cache_path; /* persistent weights cache, or NULL */
     uint64_t kept_kernel_bytes; /* 0: the mode's */
 } memory_t;
-static const memory_t kDefaultMemory = {ONNXSTREAM_MEMORY_BALANCED, 0, NULL};
+static const memory_t kDefaultMemory = {ONNXSTREAM_MEMORY_BALANCED, 0, NULL, 0};
 
 static void run_case(const char *label, const char *dir, mode_t_ mode, int provider, memory_t memory,
                      const float *input, const float *expected, size_t n_out) {
@@ -263,8 +263,8 @@ int main(int argc, char **argv) {
     run_case("callback-acquire", model_dir, CALLBACK_ACQUIRE, 0, dflt, input, expected, n_out);
     /* Memory modes, and weights streamed in small output-channel chunks through every provider kind
        (YOLOv8n's weights are small: 16 KiB chunks split most convolutions into several). */
-    const memory_t min_mode = {ONNXSTREAM_MEMORY_MIN, 0, NULL}, max_speed = {ONNXSTREAM_MEMORY_MAX_SPEED, 0, NULL};
-    const memory_t chunked = {ONNXSTREAM_MEMORY_MIN, 16 << 10, NULL};
+    const memory_t min_mode = {ONNXSTREAM_MEMORY_MIN, 0, NULL, 0}, max_speed = {ONNXSTREAM_MEMORY_MAX_SPEED, 0, NULL, 0};
+    const memory_t chunked = {ONNXSTREAM_MEMORY_MIN, 16 << 10, NULL, 0};
     run_case("memory min", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_AUTO, min_mode, input, expected, n_out);
     run_case("memory max-speed", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_AUTO, max_speed, input, expected, n_out);
     run_case("chunked nocache", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_NOCACHE, chunked, input, expected, n_out);
@@ -278,9 +278,9 @@ int main(int argc, char **argv) {
         char cache_dir[] = "/tmp/onnxstream_e2e_cache_XXXXXX", cache_path[256];
         if (mkdtemp(cache_dir)) {
             snprintf(cache_path, sizeof cache_path, "%s/yolov8n.cache", cache_dir);
-            const memory_t cached = {ONNXSTREAM_MEMORY_BALANCED, 0, cache_path};
-            const memory_t cached_chunked = {ONNXSTREAM_MEMORY_MIN, 16 << 10, cache_path};
-            const memory_t cached_fast = {ONNXSTREAM_MEMORY_MAX_SPEED, 0, cache_path};
+            const memory_t cached = {ONNXSTREAM_MEMORY_BALANCED, 0, cache_path, 0};
+            const memory_t cached_chunked = {ONNXSTREAM_MEMORY_MIN, 16 << 10, cache_path, 0};
+            const memory_t cached_fast = {ONNXSTREAM_MEMORY_MAX_SPEED, 0, cache_path, 0};
             run_case("cache build", model_dir, BUILTIN, ONNXSTREAM_PROVIDER_AUTO, cached, input, expected, n_out);
             if (selected("cache build") && access(cache_path, R_OK) != 0) {
                 printf("FAIL cache build: no cache file at %s\n", cache_path);

@@ -38,6 +38,12 @@ conv("conv2d_dilation_hw", (1, 4, 16, 18), (8, 4, 3, 2), dilations=[3, 2], strid
 conv("conv2d_1x1", (1, 32, 10, 10), (24, 32, 1, 1))
 conv("conv2d_1x1_stride2", (1, 16, 11, 11), (8, 16, 1, 1), strides=[2, 2])
 conv("conv2d_5x5_even_pad", (1, 3, 20, 20), (4, 3, 5, 5), pads=[2, 2, 2, 2])
+# 16 or fewer output channels over an even output width: on XNNPACK 2024 with AVX-512 these run as
+# convolutions of twice the channels over half the width (src/ops/conv_paired.h); odd widths do not.
+conv("conv2d_narrow_stem_s2", (1, 3, 32, 40), (16, 3, 3, 3), strides=[2, 2], pads=[1, 1, 1, 1])
+conv("conv2d_narrow_asym_stride", (1, 4, 9, 17), (8, 4, 3, 5), strides=[1, 3], pads=[0, 2, 1, 1])
+conv("conv2d_narrow_odd_width", (1, 16, 10, 11), (16, 16, 3, 3), pads=[1, 1, 1, 1])
+conv("conv2d_narrow_batch2", (2, 16, 8, 20), (16, 16, 3, 3), pads=[1, 1, 1, 1])
 # chunk_bytes: one more run with the weight streamed in output-channel chunks (the last one shorter).
 conv("conv2d_3x3_chunked", (1, 8, 12, 12), (16, 8, 3, 3), pads=[1, 1, 1, 1], chunk_bytes=1024)
 conv("conv2d_1x1_chunked", (2, 32, 10, 10), (24, 32, 1, 1), chunk_bytes=512)
