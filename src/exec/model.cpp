@@ -339,7 +339,7 @@ void Model::run(const ProgressFn &progress) {
             log(ONNXSTREAM_LOG_WARNING, cat("packed weights will not be kept: ", packed.error));
     }
     if (kept_) {
-        for (size_t node : kept_->choose()) node_state_.at(node).reset();
+        for (size_t node : kept_->choose(stats.exec.run_us * 1000)) node_state_.at(node).reset();
         stats.kept_kernels = kept_->kept();
         stats.kept_kernel_bytes = kept_->bytes();
     }
