@@ -1,8 +1,8 @@
 #include "exec/executor.h"
 
 #include <algorithm>
-#include <optional>
 #include <cstring>
+#include <optional>
 
 #include "ops/layout.h"
 #include "util/kernel_timer.h"
@@ -262,7 +262,8 @@ void Executor::run_node(const Node &node) {
     std::shared_ptr<void> *state = nullptr;
     bool deciding = false; // the op's first run with a place to keep kernels in a budget
     // Not a streamed weight's: its operators (one per chunk) would all stay alive through the run.
-    const bool streamed = std::any_of(in.streamed.begin(), in.streamed.end(), [](const auto &s) { return s != nullptr; });
+    const bool streamed =
+        std::any_of(in.streamed.begin(), in.streamed.end(), [](const auto &rows) { return rows != nullptr; });
     if (node_state_ && !kept_) {
         state = &node_state_->at(index);
     } else if (node_state_ && node.def->keeps_kernels_in_budget && !streamed && kept_->offered(index)) {

@@ -129,10 +129,12 @@ void run_conv(const RunContext &ctx, const xnn::Conv2dShape &s, const std::funct
         xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(1));
         const Tensor k = kernel();
         if (pairs) {
-            Tensor k2 = ctx.scratch(DType::F32, {static_cast<int64_t>(2 * s.group_out * s.kernel_h * paired.kernel_w * s.group_in)});
+            const size_t kernel_floats = 2 * s.group_out * s.kernel_h * paired.kernel_w * s.group_in;
+            Tensor k2 = ctx.scratch(DType::F32, {static_cast<int64_t>(kernel_floats)});
             Tensor b2 = bias ? ctx.scratch(DType::F32, {static_cast<int64_t>(2 * s.group_out)}) : Tensor();
-            paired_columns_kernel(s, k.data<float>(), bias, k2.data<float>(), bias ? b2.data<float>() : nullptr);
-            op = std::make_shared<xnn::Conv2dOperator>(paired, k2.data<float>(), bias ? b2.data<float>() : nullptr);
+            float *b2_data = bias ? b2.data<float>() : nullptr;
+            paired_columns_kernel(s, k.data<float>(), bias, k2.data<float>(), b2_data);
+            op = std::make_shared<xnn::Conv2dOperator>(paired, k2.data<float>(), b2_data);
         } else {
             op = std::make_shared<xnn::Conv2dOperator>(s, k.data<float>(), bias);
         }

@@ -37,9 +37,10 @@ void paired_columns_kernel(const xnn::Conv2dShape &s, const float *kernel, const
     for (size_t half = 0; half < 2; ++half) {
         const size_t shift = half * s.stride_w; // the second pixel's columns start one stride later
         for (size_t o = 0; o < m; ++o)
-            for (size_t y = 0; y < kh; ++y)
-                std::memcpy(kernel_out + (((half * m + o) * kh + y) * pkw + shift) * c, kernel + ((o * kh + y) * kw) * c,
-                            kw * c * sizeof(float));
+            for (size_t y = 0; y < kh; ++y) {
+                float *row = kernel_out + (((half * m + o) * kh + y) * pkw + shift) * c;
+                std::memcpy(row, kernel + ((o * kh + y) * kw) * c, kw * c * sizeof(float));
+            }
     }
     if (bias) {
         std::memcpy(bias_out, bias, m * sizeof(float));
