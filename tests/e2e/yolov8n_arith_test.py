@@ -69,8 +69,10 @@ def main():
     e = rel_l2(got)
     check(st["arithmetic"] == "fp32" and e <= 1e-4,
           "float32 weights, auto: arithmetic %s, relative L2 %.3g (<= 1e-4)" % (st["arithmetic"], e))
-    check(st.get("kept_kernels", 0) > 0, "balanced kept %d prepared convolutions (%.1f MB) for the third run"
-          % (st.get("kept_kernels", 0), st.get("kept_kernel_bytes", 0) / 1e6))
+    # Under qemu (QEMU_CPU set) preparation costs little next to the emulated arithmetic: few or none are kept.
+    kept = st.get("kept_kernels", 0)
+    check(kept > 0 or "QEMU_CPU" in os.environ,
+          "balanced kept %d prepared convolutions (%.1f MB) for the third run" % (kept, st.get("kept_kernel_bytes", 0) / 1e6))
 
     got, st = run(run_exe, fp16_model, image, os.path.join(a.work, "fp16_auto"), "auto")
     e = rel_l2(got)

@@ -163,12 +163,14 @@ static void run_case(const char *label, const char *dir, mode_t_ mode, int provi
     double rel_l2 = sqrt(diff2 / ref2);
     int ok = rel_l2 <= 1e-4 && max_abs <= 1e-2;
     /* balanced keeps prepared convolutions of built-in providers within its 24 MiB (at least 16 of YOLOv8n's
-       64 save enough to be kept); a host's provider, kept_kernel_bytes UINT64_MAX and the other modes keep
-       none this way. */
+       64 save enough to be kept on a real CPU; under qemu, QEMU_CPU set, preparation costs little next to
+       the emulated arithmetic and few or none are); a host's provider, kept_kernel_bytes UINT64_MAX and the
+       other modes keep none this way. */
     const int budgeted = mode == BUILTIN && memory.memory_mode == ONNXSTREAM_MEMORY_BALANCED &&
                          provider != ONNXSTREAM_PROVIDER_RAM && memory.kept_kernel_bytes != UINT64_MAX;
-    const int kept_ok = budgeted ? stats.kept_kernels >= 16 && stats.kept_kernel_bytes > 0 &&
-                                       stats.kept_kernel_bytes <= (24u << 20)
+    const uint64_t least_kept = getenv("QEMU_CPU") ? 0 : 16;
+    const int kept_ok = budgeted ? stats.kept_kernels >= least_kept && stats.kept_kernel_bytes <= (24u << 20) &&
+                                       (stats.kept_kernels == 0) == (stats.kept_kernel_bytes == 0)
                                  : stats.kept_kernels == 0;
     if (!kept_ok) ok = 0;
     printf("%s %s: relative L2 %.3g, max abs %.3g, %llu kept kernels (%llu bytes)\n", ok ? "ok  " : "FAIL", label,
