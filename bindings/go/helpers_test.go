@@ -137,7 +137,13 @@ func newTiny(t testing.TB, p WeightsProvider) *Model {
 
 func outputY(t testing.TB, m *Model) []float32 {
 	t.Helper()
-	out, err := m.OutputByName("y")
+	return outputF32(t, m, "y")
+}
+
+// outputF32 is the float32 data of the output named name.
+func outputF32(t testing.TB, m *Model, name string) []float32 {
+	t.Helper()
+	out, err := m.OutputByName(name)
 	if err != nil {
 		t.Fatal(err)
 	}

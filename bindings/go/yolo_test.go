@@ -140,15 +140,7 @@ func TestYolov8nBalancedKeepsKernels(t *testing.T) {
 		if err := m.Run(); err != nil {
 			t.Fatal(err)
 		}
-		out, err := m.OutputByName("output0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		y, err := out.Float32()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e := relL2(y, expected); e > 1e-4 {
+		if e := relL2(outputF32(t, m, "output0"), expected); e > 1e-4 {
 			t.Fatalf("run %d: rel L2 vs ONNX Runtime %.3e > 1e-4", run, e)
 		}
 	}

@@ -262,11 +262,12 @@ void Executor::run_node(const Node &node) {
     std::shared_ptr<void> *state = nullptr;
     bool deciding = false; // the op's first run with a place to keep kernels in a budget
     // Not a streamed weight's: its operators (one per chunk) would all stay alive through the run.
-    const bool streamed =
-        std::any_of(in.streamed.begin(), in.streamed.end(), [](const auto &rows) { return rows != nullptr; });
+    auto streamed = [&] {
+        return std::any_of(in.streamed.begin(), in.streamed.end(), [](const auto &rows) { return rows != nullptr; });
+    };
     if (node_state_ && !kept_) {
         state = &node_state_->at(index);
-    } else if (node_state_ && node.def->keeps_kernels_in_budget && !streamed && kept_->offered(index)) {
+    } else if (node_state_ && node.def->keeps_kernels_in_budget && kept_->offered(index) && !streamed()) {
         state = &node_state_->at(index);
         deciding = kept_->measuring(index);
     }
@@ -287,25 +288,26 @@ void Executor::run_node(const Node &node) {
     // Blocks a budgeted op keeps come from new pages (its later runs allocate nothing of the kind).
     std::optional<KernelKeepingScope> keeping;
     if (state && kept_ && kept_->chosen(index)) keeping.emplace();
+    // What keeping costs, on the measuring run: the kernel library's bytes the op still holds once it has run,
+    // against the time it spent preparing them (nested in the profiler's count when profiling).
+    struct Measure {
+        uint64_t prepare_ns = 0, *outer = KernelPrepareTimer::sink(), bytes0 = kernel_library_bytes();
+        Stopwatch watch;
+        Measure() { KernelPrepareTimer::sink() = &prepare_ns; }
+        ~Measure() {
+            KernelPrepareTimer::sink() = outer;
+            if (outer) *outer += prepare_ns;
+        }
+    };
+    std::optional<Measure> measure;
+    if (deciding) measure.emplace();
+    naming_oom(&node, "", "", [&] { node.def->run(ctx); });
     if (deciding) {
-        // What keeping costs: the kernel library's bytes the op still holds once it has run, against the
-        // time it spent preparing them (nested in the profiler's count when profiling).
-        struct Measure {
-            uint64_t prepare_ns = 0, *outer = KernelPrepareTimer::sink(), bytes0 = kernel_library_bytes();
-            Stopwatch watch;
-            Measure() { KernelPrepareTimer::sink() = &prepare_ns; }
-            ~Measure() {
-                KernelPrepareTimer::sink() = outer;
-                if (outer) *outer += prepare_ns;
-            }
-        } measure;
-        naming_oom(&node, "", "", [&] { node.def->run(ctx); });
         const uint64_t bytes1 = kernel_library_bytes();
-        kept_->measured(index, *state != nullptr, bytes1 > measure.bytes0 ? bytes1 - measure.bytes0 : 0,
-                        measure.prepare_ns, measure.watch.elapsed_ns());
+        kept_->measured(index, *state != nullptr, bytes1 > measure->bytes0 ? bytes1 - measure->bytes0 : 0,
+                        measure->prepare_ns, measure->watch.elapsed_ns());
+        measure.reset();
         state->reset();
-    } else {
-        naming_oom(&node, "", "", [&] { node.def->run(ctx); });
     }
     in.weights.clear(); // weights are dropped as soon as their op has run
     store_outputs(node, ctx, out_infos, follow);

@@ -9,9 +9,10 @@
 // it still holds once it has run, and the time it spent preparing them.
 //
 // The first run measures and keeps nothing. After it the ops worth their memory (thresholds below) are
-// chosen by time saved per byte held, best first, until the budget is full, and the chosen ones keep the kernels they make on the next run, in
-// pages of their own (xnnpack/init.h KernelKeepingScope): carved from the idle pages the tensors free,
-// they would sit between them and make the next big tensor map new ones.
+// chosen by time saved per byte held, best first, until the budget is full, and the chosen ones keep the
+// kernels they make on the next run, in pages of their own (xnnpack/init.h KernelKeepingScope): carved
+// from the idle pages the tensors free, they would sit between them and make the next big tensor map new
+// ones.
 #pragma once
 
 #include <cstddef>

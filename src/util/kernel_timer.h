@@ -1,7 +1,8 @@
 // Time spent preparing XNNPACK kernels: operator creation (which packs the weights) and setup/reshape
 // (which builds indirection buffers), apart from the compute. The profiler installs a counter on the run
-// thread for the op it measures; with none installed a timer reads no clock, so the hot path pays one
-// thread-local load.
+// thread for the op it measures, and so does the executor for an op whose kept kernels it measures
+// (exec/kept_kernels.h); with none installed a timer reads no clock, so the hot path pays one thread-local
+// load.
 #pragma once
 
 #include <chrono>

@@ -156,28 +156,26 @@ std::string cpu_fingerprint() {
     return id;
 }
 
+namespace {
+// The store entry op holds ({nullptr, 0}: none), forgotten when `forget` (the operator is being deleted).
+std::pair<PackedStore *, uint64_t> hold_of(struct xnn_operator *op, bool forget) {
+    std::lock_guard<std::mutex> lock(g_holds_mutex);
+    auto it = holds().find(op);
+    if (it == holds().end()) return {nullptr, 0};
+    const std::pair<PackedStore *, uint64_t> held = it->second;
+    if (forget) holds().erase(it);
+    return held;
+}
+} // namespace
+
 void idle_operator(struct xnn_operator *op) {
-    std::pair<PackedStore *, uint64_t> held{nullptr, 0};
-    {
-        std::lock_guard<std::mutex> lock(g_holds_mutex);
-        auto it = holds().find(op);
-        if (it == holds().end()) return;
-        held = it->second;
-    }
-    held.first->idle(held.second);
+    const std::pair<PackedStore *, uint64_t> held = hold_of(op, /*forget=*/false);
+    if (held.first) held.first->idle(held.second);
 }
 
 void delete_operator(struct xnn_operator *op) {
     if (!op) return;
-    std::pair<PackedStore *, uint64_t> held{nullptr, 0};
-    {
-        std::lock_guard<std::mutex> lock(g_holds_mutex);
-        auto it = holds().find(op);
-        if (it != holds().end()) {
-            held = it->second;
-            holds().erase(it);
-        }
-    }
+    const std::pair<PackedStore *, uint64_t> held = hold_of(op, /*forget=*/true);
     xnn_delete_operator(op);
     if (held.first) held.first->release(held.second);
 }

@@ -162,13 +162,14 @@ static void run_case(const char *label, const char *dir, mode_t_ mode, int provi
     }
     double rel_l2 = sqrt(diff2 / ref2);
     int ok = rel_l2 <= 1e-4 && max_abs <= 1e-2;
-    /* balanced keeps prepared convolutions of built-in providers within its 24 MiB (at least 16 of YOLOv8n's
-       64 save enough to be kept on a real CPU; under qemu, QEMU_CPU set, preparation costs little next to
-       the emulated arithmetic and few or none are); a host's provider, kept_kernel_bytes UINT64_MAX and the
-       other modes keep none this way. */
+    /* balanced keeps prepared convolutions of built-in providers within its 24 MiB. How many depends on
+       measured times (59 of YOLOv8n's 64 on an idle machine, 6-9 on the Debian 12 build with another build
+       on the cores; under qemu, QEMU_CPU set, preparation costs little next to the emulated arithmetic and
+       few or none are), so the count checked is one; which ones are chosen is unit_kept_kernels' test. A
+       host's provider, kept_kernel_bytes UINT64_MAX and the other modes keep none this way. */
     const int budgeted = mode == BUILTIN && memory.memory_mode == ONNXSTREAM_MEMORY_BALANCED &&
                          provider != ONNXSTREAM_PROVIDER_RAM && memory.kept_kernel_bytes != UINT64_MAX;
-    const uint64_t least_kept = getenv("QEMU_CPU") ? 0 : 16;
+    const uint64_t least_kept = getenv("QEMU_CPU") ? 0 : 1;
     const int kept_ok = budgeted ? stats.kept_kernels >= least_kept && stats.kept_kernel_bytes <= (24u << 20) &&
                                        (stats.kept_kernels == 0) == (stats.kept_kernel_bytes == 0)
                                  : stats.kept_kernels == 0;
