@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/column_blocks.h"
 #include "ops/conv_paired.h"
 #include "ops/layout.h"
 #include "ops/quantize.h"
@@ -19,6 +20,7 @@
 #include "util/strings.h"
 #include "xnnpack/conv.h"
 #include "xnnpack/dynamic_quant.h"
+#include "xnnpack/init.h"
 #include "xnnpack/weights_cache.h"
 
 namespace onnxstream {
@@ -142,6 +144,45 @@ void run_conv(const RunContext &ctx, const xnn::Conv2dShape &s, const std::funct
     }
     op->run(s.batch, s.in_h, s.in_w, in, out, ctx.pool());
     if (kept) op->release_weight_pages();
+}
+
+// The float32 convolution in operators of `rows` output channels (the last one fewer), each writing its
+// slice of every output pixel. Their kernel rows are read chunk by chunk from a streamed weight, sliced from
+// the whole OHWI kernel (read once, only if some chunk must be packed) otherwise.
+void run_conv_chunks(const RunContext &ctx, const xnn::Conv2dShape &s, int64_t rows, const float *bias,
+                     const float *in, float *out) {
+    const int64_t m = static_cast<int64_t>(s.groups * s.group_out);
+    const size_t row_floats = size_t(s.kernel_h) * s.kernel_w * s.group_in;
+    std::shared_ptr<ConvState> kept = kept_conv_state(ctx, s);
+    if (kept && kept->chunk_rows != rows) {
+        kept->chunks.clear();
+        kept->chunk_rows = rows;
+    }
+    Tensor whole;
+    for (int64_t o0 = 0, index = 0; o0 < m; o0 += rows, ++index) {
+        const int64_t o1 = std::min(m, o0 + rows);
+        std::shared_ptr<xnn::Conv2dOperator> op;
+        if (kept && static_cast<size_t>(index) < kept->chunks.size()) op = kept->chunks[static_cast<size_t>(index)];
+        if (!op) {
+            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(1, o0));
+            Tensor kernel_rows;
+            const float *kernel = nullptr;
+            if (ctx.is_streamed(1)) {
+                kernel_rows = ctx.kernel_weight(1, ctx.read_weight_rows(1, o0, o1), o0);
+                kernel = kernel_rows.data<float>();
+            } else {
+                if (whole.empty()) whole = ctx.kernel_weight(1, ctx.input(1), 0);
+                kernel = whole.data<float>() + static_cast<size_t>(o0) * row_floats;
+            }
+            xnn::Conv2dShape part = s;
+            part.group_out = static_cast<size_t>(o1 - o0) / s.groups;
+            part.output_pixel_stride = static_cast<size_t>(m);
+            op = std::make_shared<xnn::Conv2dOperator>(part, kernel, bias ? bias + o0 : nullptr);
+            if (kept) kept->chunks.push_back(op);
+        }
+        op->run(s.batch, s.in_h, s.in_w, in, out + o0, ctx.pool());
+        if (kept) op->release_weight_pages();
+    }
 }
 
 // float16 arithmetic (RunOptions::fp16_arithmetic) for a float16 input: activations stay float16 through
@@ -434,35 +475,23 @@ void conv_run(RunContext &ctx) {
     // way and are used as they are; the rest is converted and reordered in one pass.
     if (conv_run_int8(ctx, s, m, in, bias, out)) {
         // computed in int8 arithmetic
-    } else if (!ctx.is_streamed(1)) {
-        run_conv(ctx, s, [&] { return ctx.kernel_weight(1, w, 0); }, bias, in, out);
     } else {
-        // A weight too big to hold whole: output-channel chunks, each a convolution writing its slice of
-        // every output pixel. Grouped convolutions read their weight in one piece (they are small).
-        // When the model keeps prepared kernels, the chunks' operators are kept from run to run, like a
-        // whole weight's (run_conv), and a kept chunk's rows are not read again.
-        const int64_t rows = g.group == 1 ? ctx.weight_chunk_rows(1) : static_cast<int64_t>(m);
-        std::shared_ptr<ConvState> kept = kept_conv_state(ctx, s);
-        if (kept && kept->chunk_rows != rows) {
-            kept->chunks.clear();
-            kept->chunk_rows = rows;
+        // Output-channel chunks, each a convolution writing its slice of every output pixel: a streamed
+        // weight's chunks, and a whole weight bigger than half of a thread's L2 in blocks that fit it
+        // (column_blocks.h). Grouped convolutions read their weight in one piece (they are small). When the
+        // model keeps prepared kernels, the chunks' operators are kept from run to run, like a whole
+        // weight's (run_conv), and a kept chunk's rows are not read again.
+        const bool streamed = ctx.is_streamed(1);
+        int64_t rows = static_cast<int64_t>(m);
+        if (g.group == 1) {
+            const size_t reduction = size_t(s.kernel_h) * s.kernel_w * group_in;
+            rows = static_cast<int64_t>(output_channel_block(n * out_hw, reduction, m, cpu_l2_bytes_per_thread()));
+            if (streamed) rows = std::min(rows, ctx.weight_chunk_rows(1));
         }
-        for (int64_t o0 = 0, index = 0; o0 < static_cast<int64_t>(m); o0 += rows, ++index) {
-            const int64_t o1 = std::min<int64_t>(static_cast<int64_t>(m), o0 + rows);
-            std::shared_ptr<xnn::Conv2dOperator> op;
-            if (kept && static_cast<size_t>(index) < kept->chunks.size()) op = kept->chunks[static_cast<size_t>(index)];
-            if (!op) {
-                xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(1, o0));
-                const Tensor kernel_rows = ctx.kernel_weight(1, ctx.read_weight_rows(1, o0, o1), o0);
-                xnn::Conv2dShape part = s;
-                part.group_out = static_cast<size_t>(o1 - o0) / static_cast<size_t>(g.group);
-                part.output_pixel_stride = m;
-                op = std::make_shared<xnn::Conv2dOperator>(part, kernel_rows.data<float>(), bias ? bias + o0 : nullptr);
-                if (kept) kept->chunks.push_back(op);
-            }
-            op->run(n, in_h, in_w, in, out + o0, ctx.pool());
-            if (kept) op->release_weight_pages();
-        }
+        if (!streamed && rows >= static_cast<int64_t>(m))
+            run_conv(ctx, s, [&] { return ctx.kernel_weight(1, w, 0); }, bias, in, out);
+        else
+            run_conv_chunks(ctx, s, rows, bias, in, out);
     }
     finish_output(ctx, y, n, m, out_hw, out_holder);
 }

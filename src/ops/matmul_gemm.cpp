@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "ops/column_blocks.h"
 #include "ops/layout.h"
 #include "ops/matmul_kernels.h"
 #include "ops/quantize.h"
@@ -13,6 +14,7 @@
 #include "tensor/half.h"
 #include "tensor/int4_blocks.h"
 #include "xnnpack/dynamic_quant.h"
+#include "xnnpack/init.h"
 #include "xnnpack/matmul.h"
 #include "xnnpack/weights_cache.h"
 
@@ -37,6 +39,9 @@ struct FcState {
     // A streamed weight's float32 operators, one per chunk of chunk_rows rows.
     int64_t chunk_rows = 0;
     std::vector<std::shared_ptr<xnn::FullyConnectedF32>> f32_chunks;
+    // A whole weight's float32 operators, one per block of column_block output columns (fc_column_blocks).
+    size_t column_block = 0;
+    std::vector<std::shared_ptr<xnn::FullyConnectedF32>> f32_blocks;
 };
 
 // The node's kept state for a product over the whole weight input `wi` (input 2, if any, being the bias's
@@ -154,14 +159,58 @@ void fc_weight_int4(const RunContext &ctx, size_t wi, const float *x, size_t m, 
     ctx.count_int8();
 }
 
+// fc_weight over a whole weight in blocks of `block` output columns, each its own operator writing its
+// columns of y (output_channel_block says why). A block's operator comes from the packed store when it
+// holds the block, without touching the weight; otherwise the block is packed from the weight: [N, K] rows
+// as they are, the columns of a [K, N] weight copied out first (XNNPACK reads no weight row stride).
+void fc_column_blocks(const RunContext &ctx, size_t wi, const float *x, size_t m, size_t k, size_t n,
+                      bool weight_kn, const float *bias, float *y, size_t block) {
+    const std::shared_ptr<FcState> kept = kept_fc(ctx, wi, k, n, weight_kn);
+    if (kept && kept->column_block != block) {
+        kept->column_block = block;
+        kept->f32_blocks.clear();
+    }
+    Tensor w32, columns; // the float32 weight and a block's columns of it, made when a block must be packed
+    for (size_t c0 = 0, index = 0; c0 < n; c0 += block, ++index) {
+        const size_t cols = std::min(block, n - c0);
+        std::shared_ptr<xnn::FullyConnectedF32> fc;
+        if (kept && index < kept->f32_blocks.size()) fc = kept->f32_blocks[index];
+        const uint64_t key = ctx.packing_key(wi, 0, /*part=*/1 + c0);
+        if (!fc) {
+            xnn::PackingScope packing(ctx.options().packed_store, key);
+            fc = xnn::FullyConnectedF32::from_store(packing, k, cols, weight_kn, bias != nullptr, k, n);
+        }
+        if (!fc) {
+            if (w32.empty()) w32 = ctx.kernel_weight(wi, ctx.input(wi), 0);
+            const float *w = w32.data<float>() + (weight_kn ? c0 : c0 * k);
+            if (weight_kn) {
+                if (columns.empty()) columns = ctx.scratch(DType::F32, {static_cast<int64_t>(k * block)});
+                float *dst = columns.data<float>();
+                for (size_t r = 0; r < k; ++r) std::memcpy(dst + r * cols, w + r * n, cols * sizeof(float));
+                w = dst;
+            }
+            xnn::PackingScope packing(ctx.options().packed_store, key);
+            fc = std::make_shared<xnn::FullyConnectedF32>(k, cols, w, weight_kn, bias ? bias + c0 : nullptr, k, n);
+        }
+        if (kept && index >= kept->f32_blocks.size()) kept->f32_blocks.push_back(fc);
+        fc->run(m, x, y + c0, ctx.pool());
+    }
+}
+
 // y[m, n] = x[m, k] · W (+ bias) with W the 2-D weight input `wi`: [K, N] when weight_kn, else [N, K]; any
 // float weight dtype (RunContext::kernel_weight makes it float32). A weight the executor streams is read in
 // row chunks: [K, N] in slices of K whose partial products are summed, [N, K] in slices of N that each fill
-// their columns of y. x rows are k floats apart and readable past the end (the executor's padding).
+// their columns of y; a big whole weight runs in blocks of output columns (fc_column_blocks). x rows are k
+// floats apart and readable past the end (the executor's padding).
 void fc_weight(const RunContext &ctx, size_t wi, const float *x, size_t m, size_t k, size_t n, bool weight_kn,
                const float *bias, float *y) {
     if (fc_weight_int8(ctx, wi, x, m, k, n, weight_kn, bias, y)) return;
     if (!ctx.is_streamed(wi)) {
+        const size_t block = output_channel_block(m, k, n, cpu_l2_bytes_per_thread());
+        if (block < n) {
+            fc_column_blocks(ctx, wi, x, m, k, n, weight_kn, bias, y, block);
+            return;
+        }
         const std::shared_ptr<FcState> kept = kept_fc(ctx, wi, k, n, weight_kn);
         std::shared_ptr<xnn::FullyConnectedF32> fc = kept ? kept->f32 : nullptr;
         if (!fc) {

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "xnnpack/compat.h"
+#include "xnnpack/weights_cache.h"
 
 namespace onnxstream::xnn {
 
@@ -18,6 +19,29 @@ FullyConnectedF32::FullyConnectedF32(size_t k, size_t n, const float *weight, bo
                           flags),
           "xnn_create_fully_connected_nc_f32");
     op_.reset(op);
+}
+
+std::shared_ptr<FullyConnectedF32> FullyConnectedF32::from_store(PackingScope &packing, size_t k, size_t n,
+                                                                bool weight_kn, bool has_bias, size_t x_stride,
+                                                                size_t y_stride) {
+    // Without a store XNNPACK would pack from the stand-in pointers below.
+    if (!has_weights_cache() || !packing.store || packing.key == 0 || packing.used) return nullptr;
+    ensure_initialized();
+    // Stand-ins for the weight and bias, never read: a hit maps the stored bytes, a miss stops at the
+    // refused packing buffer before reading anything.
+    static const float stand_in[1] = {0.0f};
+    const float inf = std::numeric_limits<float>::infinity();
+    const uint32_t flags = (weight_kn ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0) | operator_flags();
+    packing.look_up_only = true;
+    xnn_operator_t op = nullptr;
+    const enum xnn_status status =
+        create_operator(xnn_create_fully_connected_nc_f32, "xnn_create_fully_connected_nc_f32", &op, k, n, x_stride,
+                        y_stride, stand_in, has_bias ? stand_in : nullptr, -inf, inf, flags);
+    packing.look_up_only = false;
+    if (status != xnn_status_success || !op) return nullptr;
+    std::shared_ptr<FullyConnectedF32> fc(new FullyConnectedF32());
+    fc->op_.reset(op);
+    return fc;
 }
 
 void FullyConnectedF32::run(size_t batch, const float *x, float *y, pthreadpool_t pool) const {

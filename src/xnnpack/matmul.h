@@ -12,6 +12,8 @@ struct xnn_operator;
 
 namespace onnxstream::xnn {
 
+class PackingScope;
+
 struct FcDeleter {
     void operator()(struct xnn_operator *op) const;
 };
@@ -24,10 +26,16 @@ public:
     // x rows are x_stride floats apart, y rows y_stride floats apart (>= K and >= N).
     FullyConnectedF32(size_t k, size_t n, const float *weight, bool weight_kn, const float *bias,
                       size_t x_stride, size_t y_stride);
+    // The operator whose packed weights `packing` finds in its store, without the weight itself; null when
+    // the store does not hold them (or there is no store: builds against the 2022 API, a scope without
+    // one). bias is only said to be present or not: the packed bytes carry it.
+    static std::shared_ptr<FullyConnectedF32> from_store(PackingScope &packing, size_t k, size_t n, bool weight_kn,
+                                                         bool has_bias, size_t x_stride, size_t y_stride);
     // x must stay readable 16 bytes past its last row (XNN_EXTRA_BYTES).
     void run(size_t batch, const float *x, float *y, pthreadpool_t pool) const;
 
 private:
+    FullyConnectedF32() = default;
     std::unique_ptr<struct xnn_operator, FcDeleter> op_;
 };
 

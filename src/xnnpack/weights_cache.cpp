@@ -68,7 +68,7 @@ size_t look_up(void *, const struct xnn_weights_cache_look_up_key *key) {
 
 void *reserve_space(void *, size_t n) {
     PackingScope *s = creating();
-    if (!s) return nullptr;
+    if (!s || s->look_up_only) return nullptr;
     std::free(s->reserved);
     s->reserved = nullptr;
     // The widest XNN_ALLOCATION_ALIGNMENT of any target; a whole number of alignments, as aligned_alloc asks.

@@ -61,6 +61,9 @@ public:
     uint64_t held_key = 0;     // the store key the operator holds (0: none)
     const void *held_address = nullptr;
     bool failed = false;       // the store failed to take the packed weights (out of memory)
+    // Only what the store holds: XNNPACK's request for a packing buffer is refused, so creation fails
+    // instead of packing (and never reads the weight it was given). See FullyConnectedF32::from_store.
+    bool look_up_only = false;
     void *reserved = nullptr;  // XNNPACK's packing buffer (reserve_space), freed with the scope
     PackingScope *previous;
 };

@@ -47,6 +47,12 @@ conv("conv2d_narrow_batch2", (2, 16, 8, 20), (16, 16, 3, 3), pads=[1, 1, 1, 1])
 # chunk_bytes: one more run with the weight streamed in output-channel chunks (the last one shorter).
 conv("conv2d_3x3_chunked", (1, 8, 12, 12), (16, 8, 3, 3), pads=[1, 1, 1, 1], chunk_bytes=1024)
 conv("conv2d_1x1_chunked", (2, 32, 10, 10), (24, 32, 1, 1), chunk_bytes=512)
+# A whole weight over half of a thread's level-2 cache (1.5 MB): output-channel blocks that fit it, each its
+# own convolution (src/ops/column_blocks.h), the last one shorter; with chunk_bytes also streamed in chunks
+# wider than those blocks.
+conv("conv2d_channel_blocks", (1, 256, 12, 12), (160, 256, 3, 3), pads=[1, 1, 1, 1], atol=2e-4)
+conv("conv2d_channel_blocks_streamed", (1, 256, 9, 10), (160, 256, 3, 3), pads=[1, 1, 1, 1], atol=2e-4,
+     chunk_bytes=1 << 20)
 conv("conv2d_even_kernel", (1, 5, 10, 10), (6, 5, 4, 4), pads=[1, 2, 2, 1])
 conv("conv2d_batch3", (3, 6, 9, 9), (10, 6, 3, 3), pads=[1, 1, 1, 1])
 conv("conv2d_single_in_channel", (2, 1, 14, 14), (6, 1, 3, 3), pads=[1, 1, 1, 1])

@@ -49,6 +49,12 @@ add("matmul_f16w_batched", "MatMul", [rand(3, 4, 8), weight(rand(3, 8, 6), store
 add("matmul_f16w_vec", "MatMul", [rand(3, 4, 8), weight(rand(8), stored="float16")])
 # Over the default 4 MiB chunk size as float16 (5 MiB): streamed in every run, in three slices of K.
 add("matmul_f16w_streamed", "MatMul", [rand(16, 1024), weight(rand(1024, 2560), stored="float16")])
+# Whole weights over half of a thread's level-2 cache, with more rows than one kernel tile: computed in
+# blocks of output columns (ops/column_blocks.h), each packed on its own; [K, N] weights have
+# their columns copied out, [N, K] ones (Gemm transB) not. N is no multiple of the block.
+add("matmul_weight_column_blocks", "MatMul", [rand(1, 77, 768), weight(rand(768, 1000))])
+add("gemm_linear_column_blocks", "Gemm", [rand(40, 1024), weight(rand(900, 1024)), weight(rand(900))],
+    attrs=dict(transB=1))
 add("matmul_i64", "MatMul", [randint(3, 4, 5, low=-50, high=50), randint(5, 6, low=-50, high=50)])
 add("matmul_i64_vec", "MatMul", [randint(5, low=-9, high=9), randint(2, 5, 3, low=-9, high=9)])
 add("matmul_i32", "MatMul", [randint(4, 5, low=-50, high=50, dtype="int32"),

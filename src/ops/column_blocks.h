@@ -1,0 +1,31 @@
+// How many output channels one XNNPACK GEMM operator should compute when its weight is big, shared by the
+// float32 fully connected products (matmul_gemm.cpp) and convolutions (conv.cpp).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+
+namespace onnxstream {
+
+// The output channels per operator for `rows` output rows (a product's rows, a convolution's pixels) of
+// `reduction` products each (K; a convolution's kernel height x width x input channels) over `channels`
+// output channels: all of them, or fewer when their float32 weight is bigger than half of `l2_bytes` (a
+// thread's level-2 cache, cpu_l2_bytes_per_thread(); 0: unknown, never fewer) and there are more rows
+// than one kernel tile.
+//
+// Why: XNNPACK hands each thread a range of row tiles (7 rows on x86 AVX-512) and runs every tile across
+// all of an operator's output channels, so each tile reads the operator's whole packed weight again, from
+// L3 or DRAM when it does not fit in L2. In blocks that fit, a thread reads a block's weight from memory
+// once and its other tiles find it in L2 (the figures: docs/benchmarks.md, "Output channels in blocks").
+// Blocks are equal, whole multiples of 32 channels: XNNPACK's widest float32 tile (AVX-512, 2024 API).
+inline size_t output_channel_block(size_t rows, size_t reduction, size_t channels, size_t l2_bytes) {
+    constexpr size_t kRowsOfOneTile = 8, kGrain = 32;
+    const size_t budget = l2_bytes / 2, row_bytes = reduction * sizeof(float);
+    if (rows <= kRowsOfOneTile || budget == 0 || row_bytes == 0 || channels <= kGrain || channels <= budget / row_bytes)
+        return channels;
+    const size_t widest = std::max(kGrain, budget / row_bytes / kGrain * kGrain);
+    const size_t blocks = (channels + widest - 1) / widest;
+    return std::min(channels, ((channels + blocks - 1) / blocks + kGrain - 1) / kGrain * kGrain);
+}
+
+} // namespace onnxstream
