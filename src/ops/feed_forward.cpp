@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/column_blocks.h"
 #include "ops/layout.h"
 #include "ops/matmul_kernels.h"
 #include "ops/registry.h"
@@ -22,6 +23,7 @@
 #include "tensor/half.h"
 #include "tensor/int4_blocks.h"
 #include "xnnpack/dynamic_quant.h"
+#include "xnnpack/init.h"
 #include "xnnpack/weights_cache.h"
 #include "xnnpack/matmul.h"
 
@@ -122,13 +124,22 @@ const float *whole_f32(const RunContext &ctx, size_t wi, Tensor &holder) {
 
 // Hidden columns per block: each of the two [T, block] float32 slices of h fits the chunk budget, and so do
 // the weight rows each block reads when the weights stream. 0 budget (max-speed): the whole width at once.
-// (Half that width, 128 columns at 4096 tokens, made the feed-forward slower than unfused in `min`: each
-// block re-reads x and re-adds its [T, N] contribution to y.)
-int64_t block_width(const RunContext &ctx, int64_t tokens, int64_t h, bool int8) {
+// In float32, a block's W1 rows and W2 columns (C or N floats per hidden column) also fit half of a
+// thread's L2, like any big weight's output-channel blocks (column_blocks.h): 1280 channels at 256
+// tokens made 4096-column blocks of 42 MB each. (Half the budget's width, 128 columns at 4096 tokens, made
+// the feed-forward slower than unfused in `min`: each block re-reads x and re-adds its [T, N] contribution
+// to y; at 4096 tokens this bound is above the budget's.)
+int64_t block_width(const RunContext &ctx, int64_t tokens, int64_t h, int64_t c, int64_t n, bool int8) {
     int64_t block = h;
     const size_t budget = ctx.options().weight_chunk_bytes;
     const size_t slice_row_bytes = sizeof(float) * static_cast<size_t>(std::max<int64_t>(tokens, 1));
     if (budget > 0) block = std::min<int64_t>(block, static_cast<int64_t>(budget / slice_row_bytes));
+    if (!int8) {
+        const size_t floats_per_column = static_cast<size_t>(std::max<int64_t>({c, n, 1}));
+        const size_t fits = output_channel_block(static_cast<size_t>(tokens), floats_per_column,
+                                                 static_cast<size_t>(block), cpu_l2_bytes_per_thread());
+        block = std::min(block, static_cast<int64_t>(fits));
+    }
     if (ctx.is_streamed(kW1)) block = std::min(block, ctx.weight_chunk_rows(kW1, !int8) / 2);
     // An int4 W2 is read whole (its rows are output channels, not hidden columns).
     if (ctx.is_streamed(kW2) && !ctx.input(kW2).quant().blockwise())
@@ -284,18 +295,18 @@ void run_geglu_ffn(RunContext &ctx) {
     if (int4) {
         // Whole int4 blocks of hidden columns (H is a multiple of the block: the weights' layout says so).
         const int64_t quantum = ctx.input(kW2).quant().block;
-        int64_t block = block_width(ctx, tokens, h, true);
+        int64_t block = block_width(ctx, tokens, h, c, n, true);
         block = std::max(quantum, block - block % quantum);
         run_blocks_int4(ctx, xp, static_cast<size_t>(tokens), h, n, block, b1, b2, tanh_approx, yp);
         if (!y_holder.empty()) store_f32_output(ctx, y, y_holder);
         return;
     }
     if (int8_arithmetic(ctx, h, n) && run_blocks_int8(ctx, xp, static_cast<size_t>(tokens), c, h, n,
-                                                      block_width(ctx, tokens, h, true), b1, b2, tanh_approx, yp)) {
+                                                      block_width(ctx, tokens, h, c, n, true), b1, b2, tanh_approx, yp)) {
         if (!y_holder.empty()) store_f32_output(ctx, y, y_holder);
         return;
     }
-    const int64_t block = block_width(ctx, tokens, h, false);
+    const int64_t block = block_width(ctx, tokens, h, c, n, false);
     Tensor w1_holder, w2_holder;
     const float *w1_whole = whole_f32(ctx, kW1, w1_holder), *w2_whole = whole_f32(ctx, kW2, w2_holder);
     const size_t m = static_cast<size_t>(tokens);

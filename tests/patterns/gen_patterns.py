@@ -363,6 +363,9 @@ CASES = {
     "silu_not_quite": (SiluNotQuite, [("x", (3, 40))], 14, {"Swish": 0, "Sigmoid": 3}),
     "geglu_ffn_opset14": (GegluFeedForward, [("x", (2, 24, 32))], 14,
                           {"GegluFeedForward": 1, "Gelu": 0, "Erf": 0, "Slice": 0, "MatMul": 0, "Mul": 0, "Add": 1}),
+    # W1 3.3 MB and W2 1.6 MB: hidden blocks whose weights fit half of a thread's L2 (feed_forward.cpp).
+    "geglu_ffn_l2_blocks": (lambda: GegluFeedForward(dim=320), [("x", (1, 64, 320))], 14,
+                            {"GegluFeedForward": 1, "Gelu": 0, "MatMul": 0, "Add": 1}),
     "geglu_split_2d_opset13": (GegluSplit2d, [("x", (20, 24))], 13,
                                {"GegluFeedForward": 1, "Gelu": 0, "Split": 0, "Gemm": 0, "MatMul": 0}),
     "geglu_first_half_gated": (GegluFirstHalfGated, [("x", (2, 6, 32))], 14,

@@ -85,6 +85,8 @@ TEST_F(Patterns, GeluWithoutHalfIsNotGelu) { check("gelu_not_quite"); }
 TEST_F(Patterns, GegluFeedForward) { check("geglu_ffn_opset14"); }
 TEST_F(Patterns, GegluSplitGemmTanh) { check("geglu_split_2d_opset13"); }
 TEST_F(Patterns, GegluGatingTheFirstHalfIsLeftAlone) { check("geglu_first_half_gated"); }
+// Weights of 3.3 and 1.6 MB: hidden blocks whose weights fit half of a thread's level-2 cache.
+TEST_F(Patterns, GegluFeedForwardInL2Blocks) { check("geglu_ffn_l2_blocks"); }
 TEST_F(Patterns, SiluFormsBecomeSwish) { check("silu_opset14"); }
 TEST_F(Patterns, QuickGeluBecomesSwishWithAlpha) { check("quick_gelu_opset14"); }
 TEST_F(Patterns, SigmoidOfAnotherValueIsNotSiLU) { check("silu_not_quite"); }
