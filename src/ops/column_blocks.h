@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "xnnpack/init.h"
+
 namespace onnxstream {
 
 // The output channels per operator for `rows` output rows (a product's rows, a convolution's pixels) of
@@ -26,6 +28,17 @@ inline size_t output_channel_block(size_t rows, size_t reduction, size_t channel
     const size_t widest = std::max(kGrain, budget / row_bytes / kGrain * kGrain);
     const size_t blocks = (channels + widest - 1) / widest;
     return std::min(channels, ((channels + blocks - 1) / blocks + kGrain - 1) / kGrain * kGrain);
+}
+
+// The level-2 cache bytes per thread that output_channel_block plans with: cpuinfo's on x86, where the
+// blocks were measured; 0 (operators whole, as before) on other CPUs, ARM boards included, until measured
+// there: their L2 is shared by four cores and several times smaller, so blocks would be narrow and many.
+inline size_t channel_block_l2_bytes() {
+#if defined(__x86_64__) || defined(__i386__)
+    return cpu_l2_bytes_per_thread();
+#else
+    return 0;
+#endif
 }
 
 } // namespace onnxstream

@@ -20,7 +20,6 @@
 #include "util/strings.h"
 #include "xnnpack/conv.h"
 #include "xnnpack/dynamic_quant.h"
-#include "xnnpack/init.h"
 #include "xnnpack/weights_cache.h"
 
 namespace onnxstream {
@@ -485,7 +484,7 @@ void conv_run(RunContext &ctx) {
         int64_t rows = static_cast<int64_t>(m);
         if (g.group == 1) {
             const size_t reduction = size_t(s.kernel_h) * s.kernel_w * group_in;
-            rows = static_cast<int64_t>(output_channel_block(n * out_hw, reduction, m, cpu_l2_bytes_per_thread()));
+            rows = static_cast<int64_t>(output_channel_block(n * out_hw, reduction, m, channel_block_l2_bytes()));
             if (streamed) rows = std::min(rows, ctx.weight_chunk_rows(1));
         }
         if (!streamed && rows >= static_cast<int64_t>(m))

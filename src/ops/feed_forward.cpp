@@ -23,7 +23,6 @@
 #include "tensor/half.h"
 #include "tensor/int4_blocks.h"
 #include "xnnpack/dynamic_quant.h"
-#include "xnnpack/init.h"
 #include "xnnpack/weights_cache.h"
 #include "xnnpack/matmul.h"
 
@@ -137,7 +136,7 @@ int64_t block_width(const RunContext &ctx, int64_t tokens, int64_t h, int64_t c,
     if (!int8) {
         const size_t floats_per_column = static_cast<size_t>(std::max<int64_t>({c, n, 1}));
         const size_t fits = output_channel_block(static_cast<size_t>(tokens), floats_per_column,
-                                                 static_cast<size_t>(block), cpu_l2_bytes_per_thread());
+                                                 static_cast<size_t>(block), channel_block_l2_bytes());
         block = std::min(block, static_cast<int64_t>(fits));
     }
     if (ctx.is_streamed(kW1)) block = std::min(block, ctx.weight_chunk_rows(kW1, !int8) / 2);

@@ -14,7 +14,6 @@
 #include "tensor/half.h"
 #include "tensor/int4_blocks.h"
 #include "xnnpack/dynamic_quant.h"
-#include "xnnpack/init.h"
 #include "xnnpack/matmul.h"
 #include "xnnpack/weights_cache.h"
 
@@ -206,7 +205,7 @@ void fc_weight(const RunContext &ctx, size_t wi, const float *x, size_t m, size_
                const float *bias, float *y) {
     if (fc_weight_int8(ctx, wi, x, m, k, n, weight_kn, bias, y)) return;
     if (!ctx.is_streamed(wi)) {
-        const size_t block = output_channel_block(m, k, n, cpu_l2_bytes_per_thread());
+        const size_t block = output_channel_block(m, k, n, channel_block_l2_bytes());
         if (block < n) {
             fc_column_blocks(ctx, wi, x, m, k, n, weight_kn, bias, y, block);
             return;
