@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
             const Blocks blocks = make_blocks(k, n, w, width);
             std::vector<float> x(m * k + 16), y0(m * n), y1(m * n);
             for (float &v : x) v = dist(rng);
-            const double gflop = 2.0 * static_cast<double>(m * k * n) / 1e9;
+            const double gflop = 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n) / 1e9;
             const double t0 = best_ms(runs, [&] { run(whole, m, x.data(), y0.data(), pool); });
             const double t1 = best_ms(runs, [&] { run(blocks, m, x.data(), y1.data(), pool); });
             float diff = 0;
