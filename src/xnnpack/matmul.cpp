@@ -9,34 +9,36 @@ namespace onnxstream::xnn {
 
 void FcDeleter::operator()(struct xnn_operator *op) const { delete_operator(op); }
 
-FullyConnectedF32::FullyConnectedF32(size_t k, size_t n, const float *weight, bool weight_kn,
-                                     const float *bias, size_t x_stride, size_t y_stride) {
+namespace {
+enum xnn_status create_f32(xnn_operator_t *op, size_t k, size_t n, const float *weight, bool weight_kn,
+                           const float *bias, size_t x_stride, size_t y_stride) {
     ensure_initialized();
     const float inf = std::numeric_limits<float>::infinity();
-    xnn_operator_t op = nullptr;
     const uint32_t flags = (weight_kn ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0) | operator_flags();
-    check(create_operator(xnn_create_fully_connected_nc_f32, "xnn_create_fully_connected_nc_f32", &op, k, n, x_stride, y_stride, weight, bias, -inf, inf,
-                          flags),
-          "xnn_create_fully_connected_nc_f32");
+    return create_operator(xnn_create_fully_connected_nc_f32, "xnn_create_fully_connected_nc_f32", op, k, n, x_stride,
+                           y_stride, weight, bias, -inf, inf, flags);
+}
+} // namespace
+
+FullyConnectedF32::FullyConnectedF32(size_t k, size_t n, const float *weight, bool weight_kn,
+                                     const float *bias, size_t x_stride, size_t y_stride) {
+    xnn_operator_t op = nullptr;
+    check(create_f32(&op, k, n, weight, weight_kn, bias, x_stride, y_stride), "xnn_create_fully_connected_nc_f32");
     op_.reset(op);
 }
 
 std::shared_ptr<FullyConnectedF32> FullyConnectedF32::from_store(PackingScope &packing, size_t k, size_t n,
                                                                 bool weight_kn, bool has_bias, size_t x_stride,
                                                                 size_t y_stride) {
-    // Without a store XNNPACK would pack from the stand-in pointers below.
-    if (!has_weights_cache() || !packing.store || packing.key == 0 || packing.used) return nullptr;
-    ensure_initialized();
+    // Without a lookup through this scope XNNPACK would pack from the stand-in pointers below.
+    if (!packing.will_look_up()) return nullptr;
     // Stand-ins for the weight and bias, never read: a hit maps the stored bytes, a miss stops at the
     // refused packing buffer before reading anything.
     static const float stand_in[1] = {0.0f};
-    const float inf = std::numeric_limits<float>::infinity();
-    const uint32_t flags = (weight_kn ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0) | operator_flags();
     packing.look_up_only = true;
     xnn_operator_t op = nullptr;
     const enum xnn_status status =
-        create_operator(xnn_create_fully_connected_nc_f32, "xnn_create_fully_connected_nc_f32", &op, k, n, x_stride,
-                        y_stride, stand_in, has_bias ? stand_in : nullptr, -inf, inf, flags);
+        create_f32(&op, k, n, stand_in, weight_kn, has_bias ? stand_in : nullptr, x_stride, y_stride);
     packing.look_up_only = false;
     if (status != xnn_status_success || !op) return nullptr;
     std::shared_ptr<FullyConnectedF32> fc(new FullyConnectedF32());

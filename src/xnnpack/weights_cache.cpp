@@ -32,6 +32,10 @@ PackingScope::~PackingScope() {
     t_scope = previous;
 }
 
+bool PackingScope::will_look_up() const {
+    return has_weights_cache() && t_scope == this && store && key != 0 && !used;
+}
+
 #if ONNXSTREAM_XNNPACK_2024
 
 namespace {
@@ -109,7 +113,7 @@ struct xnn_weights_cache_provider g_provider = {nullptr, look_up, reserve_space,
 
 struct xnn_weights_cache_provider *begin_packing(const char *function, uint64_t arguments_key) {
     PackingScope *s = t_scope;
-    if (!s || !s->store || s->key == 0 || s->used) return nullptr;
+    if (!s || !s->will_look_up()) return nullptr;
     s->used = true;
     s->creation_key = mix_argument(mix_string(s->key, function), arguments_key);
     return &g_provider;

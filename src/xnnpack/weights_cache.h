@@ -54,6 +54,10 @@ public:
     PackingScope(const PackingScope &) = delete;
     PackingScope &operator=(const PackingScope &) = delete;
 
+    // True when the next operator created on this thread will look its packed weights up through this
+    // scope: a 2024 build, a store and key, the innermost scope on this thread, not used yet.
+    bool will_look_up() const;
+
     PackedStore *store;
     uint64_t key;
     uint64_t creation_key = 0; // key + XNNPACK function + creation arguments, set when used
