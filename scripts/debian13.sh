@@ -11,6 +11,8 @@
 #   scripts/debian13.sh arm64                         cross-build the library and tools for arm64 against
 #                                                     trixie's arm64 libraries (cross/sysroot.sh inside the
 #                                                     root); YOLOv8n under qemu (cortex-a53 and max)
+#   scripts/debian13.sh prepare [arm64]               make the root (and its arm64 cross compiler, qemu and
+#                                                     library tree) only: downloads, no build
 #
 # DEBIAN13_ROOT    where the root lives (default /var/tmp/onnxstream-debian13); made once, then reused
 # DEBIAN13_BUILD   build folder inside the checkout (default build-debian13)
@@ -22,7 +24,7 @@ shared=$(cd "$src/.." && pwd)/shared
 root=${DEBIAN13_ROOT:-/var/tmp/onnxstream-debian13}
 build=${DEBIAN13_BUILD:-build-debian13}
 mode=test
-case ${1:-} in test|build|exec|arm64) mode=$1; shift ;; esac
+case ${1:-} in test|build|exec|arm64|prepare) mode=$1; shift ;; esac
 
 # Build and test dependencies, all from trixie itself. onnxruntime-node (the test reference) comes from
 # npm into tests/tools/node_modules of the checkout, shared with the host, and so do the zoo suite's models
@@ -84,18 +86,30 @@ if [ "$mode" = exec ]; then
     exit
 fi
 
-if [ "$mode" = arm64 ]; then
-    # trixie's own cross compiler (g++ 14) and qemu; the arm64 libraries unpacked by cross/sysroot.sh into the
-    # root's /opt, where cross/aarch64-linux-gnu.ini looks for them.
+# trixie's own cross compiler (g++ 14) and qemu; the arm64 libraries unpacked by cross/sysroot.sh into the
+# root's /opt, where cross/aarch64-linux-gnu.ini looks for them. Again each time: a few seconds, and the
+# package list may have grown.
+arm64_tools() {
     in_root sh -eu -c '
-        build=$1 cpus=$2
         if [ ! -x /usr/bin/aarch64-linux-gnu-g++ ] || [ ! -x /usr/bin/qemu-aarch64-static ]; then
             dpkg --add-architecture arm64
             n=0; until apt-get update -qq; do n=$((n + 1)); [ $n -lt 3 ] || exit 1; sleep 20; done
             DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
                 crossbuild-essential-arm64 qemu-user-static >/dev/null
         fi
-        bash cross/sysroot.sh arm64   # again each time: a few seconds, and the package list may have grown
+        bash cross/sysroot.sh arm64'
+}
+
+if [ "$mode" = prepare ]; then
+    [ "${1:-}" != arm64 ] || arm64_tools
+    echo "debian13: prepared in $(( $(date +%s) - start )) s"
+    exit
+fi
+
+if [ "$mode" = arm64 ]; then
+    arm64_tools
+    in_root sh -eu -c '
+        build=$1 cpus=$2
         [ -f "$build/build.ninja" ] ||
             meson setup "$build" --cross-file cross/aarch64-linux-gnu.ini --buildtype=release -Dtests=disabled
         t=$(date +%s)
