@@ -37,13 +37,15 @@ python3,python3-numpy,python3-onnx,python3-torch,python3-pil,nodejs,npm,cargo,go
 start=$(date +%s)
 if [ ! -x "$root/usr/bin/meson" ]; then
     echo "debian13: making a trixie root in $root"
-    rm -rf "$root"
+    # An mmdebstrap that was stopped can leave /proc, /sys and /dev/pts mounted in the root: --one-file-system
+    # keeps rm out of them.
+    rm -rf --one-file-system "$root"
     # A mirror caught mid-sync fails the index download ("unexpected size"): retry.
     tries=0
     until mmdebstrap --quiet --variant=apt --include="$packages" trixie "$root"; do
         tries=$((tries + 1))
         [ $tries -lt 3 ] || { echo "debian13: mmdebstrap failed $tries times" >&2; exit 1; }
-        rm -rf "$root"
+        rm -rf --one-file-system "$root"
         sleep 20
     done
     echo "debian13: root ready in $(( $(date +%s) - start )) s"
