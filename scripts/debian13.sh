@@ -34,18 +34,23 @@ libxnnpack-dev,libcpuinfo-dev,libpthreadpool-dev,libpng-dev,zlib1g-dev,libxxhash
 libonnx-dev,libprotobuf-dev,protobuf-compiler,libgtest-dev,libbenchmark-dev,\
 python3,python3-numpy,python3-onnx,python3-torch,python3-pil,nodejs,npm,cargo,golang-go,time,ca-certificates
 
+# An mmdebstrap that failed or was stopped can leave /proc, /sys and /dev/pts mounted in the root: unmount
+# them first, and --one-file-system keeps rm out of any that remain.
+remove_root() {
+    grep -o " $root/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" || true; done
+    rm -rf --one-file-system "$root"
+}
+
 start=$(date +%s)
 if [ ! -x "$root/usr/bin/meson" ]; then
     echo "debian13: making a trixie root in $root"
-    # An mmdebstrap that was stopped can leave /proc, /sys and /dev/pts mounted in the root: --one-file-system
-    # keeps rm out of them.
-    rm -rf --one-file-system "$root"
+    remove_root
     # A mirror caught mid-sync fails the index download ("unexpected size"): retry.
     tries=0
     until mmdebstrap --quiet --variant=apt --include="$packages" trixie "$root"; do
         tries=$((tries + 1))
         [ $tries -lt 3 ] || { echo "debian13: mmdebstrap failed $tries times" >&2; exit 1; }
-        rm -rf --one-file-system "$root"
+        remove_root
         sleep 20
     done
     echo "debian13: root ready in $(( $(date +%s) - start )) s"
