@@ -8,9 +8,9 @@
 #   scripts/debian13.sh [test] [MESON_TEST_ARGS...]   build, then meson test (e.g. --suite ops --suite e2e)
 #   scripts/debian13.sh build                         build only
 #   scripts/debian13.sh exec COMMAND [ARGS...]        run a command in the root, in the checkout
-#   scripts/debian13.sh arm64                         cross-build the library and tools for arm64 against
-#                                                     trixie's arm64 libraries (cross/sysroot.sh inside the
-#                                                     root); YOLOv8n under qemu (cortex-a53 and max)
+#   scripts/debian13.sh arm64                         cross-build for arm64 against trixie's arm64 libraries
+#                                                     (cross/sysroot.sh inside the root) and run
+#                                                     cross/test_aarch64.sh under qemu (cortex-a53 and max)
 #   scripts/debian13.sh prepare [arm64]               make the root (and its arm64 cross compiler, qemu and
 #                                                     library tree) only: downloads, no build
 #
@@ -115,31 +115,21 @@ fi
 
 if [ "$mode" = arm64 ]; then
     arm64_tools
+    # The library, the tools, the sd example and the tests, then cross/test_aarch64.sh under each CPU of
+    # DEBIAN13_ARM_CPUS (default: both): a Pi Zero 2 / 3 class CPU (no float16 arithmetic) and a Pi 5 class
+    # one (ARMv8.2 float16 arithmetic). meson test builds each test's programs.
     in_root sh -eu -c '
         build=$1 cpus=$2
-        [ -f "$build/build.ninja" ] ||
-            meson setup "$build" --cross-file cross/aarch64-linux-gnu.ini --buildtype=release -Dtests=disabled
+        if [ -f "$build/build.ninja" ]; then
+            meson configure "$build" -Dtests=enabled
+        else
+            meson setup "$build" --cross-file cross/aarch64-linux-gnu.ini --buildtype=release -Dtests=enabled
+        fi
         t=$(date +%s)
-        ninja -C "$build"
+        meson compile -C "$build" onnxstream onnxstream-run onnxstream-convert sd
         echo "debian13 arm64: build $(( $(date +%s) - t )) s"
         qemu-aarch64-static -L /opt/onnxstream-cross/aarch64-linux-gnu "$build/src/tools/onnxstream-run" --version
-        # YOLOv8n with float32, float16 and int8 weights against the reference output, on a Pi Zero 2 / 3 class CPU
-        # (no float16 arithmetic) and a Pi 5 class one (ARMv8.2 float16 arithmetic); DEBIAN13_ARM_CPUS
-        # chooses (default: both).
-        export MESON_EXE_WRAPPER="qemu-aarch64-static -L /opt/onnxstream-cross/aarch64-linux-gnu"
-        for cpu in $cpus; do
-            t=$(date +%s)
-            expect=0; [ $cpu = max ] && expect=1
-            QEMU_CPU=$cpu ONNXSTREAM_EXPECT_FP16_ARITHMETIC=$expect python3 tests/e2e/yolov8n_arith_test.py \
-                --run "$build/src/tools/onnxstream-run" --convert "$build/src/tools/onnxstream-convert" \
-                --shared ../shared --work "$build/arith_work"
-            echo "debian13 arm64: YOLOv8n under qemu -cpu $cpu: $(( $(date +%s) - t )) s"
-            # int4 weights through the qd8_f32_qb4w kernels (NEON on ARMv8.0, dot product on ARMv8.2).
-            t=$(date +%s)
-            QEMU_CPU=$cpu python3 tests/quant/w4_test.py --run "$build/src/tools/onnxstream-run" \
-                --convert "$build/src/tools/onnxstream-convert" --node node --work "$build/w4_work"
-            echo "debian13 arm64: int4 weights under qemu -cpu $cpu: $(( $(date +%s) - t )) s"
-        done
+        for cpu in $cpus; do sh cross/test_aarch64.sh "$build" "$cpu"; done
     ' debian13-arm64 "${DEBIAN13_BUILD:-build-debian13-arm64}" "${DEBIAN13_ARM_CPUS:-cortex-a53 max}"
     echo "debian13: done in $(( $(date +%s) - start )) s"
     exit
