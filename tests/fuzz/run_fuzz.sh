@@ -10,7 +10,8 @@
 # Default (a long run): 60 s per target, one target at a time with two workers (FUZZ_JOBS), seeds from the
 # build folder too (SEED_BUILDS=build). --smoke (CI, .ci/run): 45 s per target, two targets at a time with
 # one worker each (FUZZ_PARALLEL, FUZZ_JOBS), no build-folder seeds, so that libFuzzer's pass over the
-# initial corpus stays a small part of the time.
+# initial corpus stays a small part of the time, and build-fuzz configured -O1 without debug info when it
+# is made.
 set -eu
 smoke=0
 if [ "${1:-}" = --smoke ]; then smoke=1; shift; fi
@@ -25,9 +26,14 @@ build=${FUZZ_BUILD:-$root/build-fuzz}
 work=$build/fuzz-work
 targets=${*:-model_txt model_run npy range_data safetensors onnx_import convert_capi}
 
+# A long run wants file:line in its reports (-O2 -g); the smoke run a quicker build (-O1, no debug info: the
+# reports still name functions, and a crasher is replayed in a debug build).
+opt="-Dbuildtype=debugoptimized"
+[ $smoke = 0 ] || opt="-Doptimization=1 -Ddebug=false"
 if [ ! -f "$build/build.ninja" ]; then
+    # shellcheck disable=SC2086
     CC=clang CXX=clang++ meson setup "$build" "$root" -Dfuzzing=true -Db_sanitize=address,undefined \
-        -Db_lundef=false -Dbuildtype=debugoptimized -Dtests=disabled -Dtools=false -Dexamples=disabled
+        -Db_lundef=false $opt -Dtests=disabled -Dtools=false -Dexamples=disabled
 fi
 exes=
 for t in $targets; do exes="$exes tests/fuzz/fuzz_$t"; done
