@@ -30,6 +30,18 @@ inline size_t output_channel_block(size_t rows, size_t reduction, size_t channel
     return std::min(channels, ((channels + blocks - 1) / blocks + kGrain - 1) / kGrain * kGrain);
 }
 
+// The blocks of output_channel_block (`block` channels) made a whole multiple of `threads` in number, for
+// running them spread among the threads, each block by one thread: then each thread reads only its own
+// blocks' weights, where XNNPACK's own split of one operator hands every thread row tiles of the same block.
+// Equal multiples of 32 channels, never wider than `block`.
+inline size_t spread_channel_block(size_t channels, size_t block, size_t threads) {
+    constexpr size_t kGrain = 32;
+    if (threads <= 1 || block == 0 || block >= channels) return block;
+    const size_t count = (channels + block - 1) / block;
+    const size_t spread = (count + threads - 1) / threads * threads;
+    return std::min(block, std::max(kGrain, ((channels + spread - 1) / spread + kGrain - 1) / kGrain * kGrain));
+}
+
 // The level-2 cache bytes per thread that output_channel_block plans with: cpuinfo's on x86, where the
 // blocks were measured; 0 (operators whole, as before) on other CPUs, ARM boards included, until measured
 // there: their L2 is shared by four cores and several times smaller, so blocks would be narrow and many.

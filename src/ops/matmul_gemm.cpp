@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "ops/column_blocks.h"
 #include "ops/layout.h"
@@ -159,18 +160,22 @@ void fc_weight_int4(const RunContext &ctx, size_t wi, const float *x, size_t m, 
 }
 
 // fc_weight over a whole weight in blocks of `block` output columns, each its own operator writing its
-// columns of y (output_channel_block says why). A block's operator comes from the packed store when it
-// holds the block, without touching the weight; otherwise the block is packed from the weight: [N, K] rows
-// as they are, the columns of a [K, N] weight copied out first (XNNPACK reads no weight row stride).
+// columns of y (output_channel_block says why), spread among the pool's threads a group at a time, each
+// block run by one thread (spread_channel_block says why). A block's operator comes from the packed store
+// when it holds the block, without touching the weight; otherwise the block is packed from the weight:
+// [N, K] rows as they are, the columns of a [K, N] weight copied out first (XNNPACK reads no weight row
+// stride). Only a group's operators are alive at once, so memory stays within threads x block.
 void fc_column_blocks(const RunContext &ctx, size_t wi, const float *x, size_t m, size_t k, size_t n,
                       bool weight_kn, const float *bias, float *y, size_t block) {
+    const size_t threads = ctx.pool() ? std::max<size_t>(1, pthreadpool_get_threads_count(ctx.pool())) : 1;
+    block = spread_channel_block(n, block, threads);
     const std::shared_ptr<FcState> kept = kept_fc(ctx, wi, k, n, weight_kn);
     if (kept && kept->column_block != block) {
         kept->column_block = block;
         kept->f32_blocks.clear();
     }
     Tensor w32, columns; // the float32 weight and a block's columns of it, made when a block must be packed
-    for (size_t c0 = 0, index = 0; c0 < n; c0 += block, ++index) {
+    const auto block_operator = [&](size_t index, size_t c0) {
         const size_t cols = std::min(block, n - c0);
         std::shared_ptr<xnn::FullyConnectedF32> fc;
         if (kept && index < kept->f32_blocks.size()) fc = kept->f32_blocks[index];
@@ -192,7 +197,21 @@ void fc_column_blocks(const RunContext &ctx, size_t wi, const float *x, size_t m
             fc = std::make_shared<xnn::FullyConnectedF32>(k, cols, w, weight_kn, bias ? bias + c0 : nullptr, k, n);
         }
         if (kept && index >= kept->f32_blocks.size()) kept->f32_blocks.push_back(fc);
-        fc->run(m, x, y + c0, ctx.pool());
+        return fc;
+    };
+    const size_t count = (n + block - 1) / block;
+    std::vector<std::shared_ptr<xnn::FullyConnectedF32>> group;
+    for (size_t first = 0; first < count; first += threads) {
+        const size_t size = std::min(threads, count - first);
+        group.clear();
+        for (size_t i = 0; i < size; ++i) group.push_back(block_operator(first + i, (first + i) * block));
+        if (size == 1) {
+            group[0]->run(m, x, y + first * block, ctx.pool());
+            continue;
+        }
+        parallel_for(ctx.pool(), size, 1, [&](size_t begin, size_t end) {
+            for (size_t i = begin; i < end; ++i) group[i]->run(m, x, y + (first + i) * block, nullptr);
+        });
     }
 }
 
