@@ -6,21 +6,9 @@
 
 namespace onnxstream::bench {
 
-// The best of `runs` timed calls of f, in milliseconds, after one untimed warm-up call (first touch of the
-// buffers, lazy initialisation, operator plans).
-template <typename F> double best_ms(int runs, F &&f) {
-    f();
-    double best = 1e30;
-    for (int r = 0; r < runs; ++r) {
-        auto t0 = std::chrono::steady_clock::now();
-        f();
-        best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    return best;
-}
-
-// The same with prepare() called untimed before every call of f, the warm-up's included (e.g. evicting the
-// caches, to time f on weights that come from memory as they do in a model run).
+// The best of `runs` timed calls of f, in milliseconds, with prepare() called untimed before every call,
+// after one untimed warm-up call (first touch of the buffers, lazy initialisation, operator plans).
+// prepare() may e.g. evict the caches, to time f on weights that come from memory as in a model run.
 template <typename P, typename F> double best_ms_after(int runs, P &&prepare, F &&f) {
     prepare();
     f();
@@ -32,6 +20,11 @@ template <typename P, typename F> double best_ms_after(int runs, P &&prepare, F 
         best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     return best;
+}
+
+// The same with nothing to prepare.
+template <typename F> double best_ms(int runs, F &&f) {
+    return best_ms_after(runs, [] {}, f);
 }
 
 } // namespace onnxstream::bench
