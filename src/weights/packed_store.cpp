@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -70,8 +71,9 @@ PackedStoreFile::~PackedStoreFile() {
     keep_pages_mapped_ = false; // the store goes: so do its mappings
     for (auto &[key, e] : entries_) {
         e.holds = 0;
-        drop_entry(e);
+        if (!(whole_file_ && e.in_file)) drop_entry(e); // the whole file's mapping goes below
     }
+    if (whole_file_) ::munmap(whole_file_, static_cast<size_t>(whole_file_bytes_));
     if (fd_ >= 0) ::close(fd_);
     if (building_ && !temp_path_.empty()) ::unlink(temp_path_.c_str()); // never completed: nobody can use it
 }
@@ -134,7 +136,56 @@ bool PackedStoreFile::open_existing(std::string &reason) {
     ::fcntl(fd_, F_SETFD, FD_CLOEXEC);
     stats_.entries = h.count;
     stats_.file_bytes = size;
+    map_whole_file(size);
     return true;
+}
+
+namespace {
+// The size of a page-table leaf one level up (2 MiB with 4 KiB pages): Linux maps a large page-cache folio
+// of that size with one entry when the mapping's address and file offset agree modulo it.
+uint64_t pmd_bytes() {
+    uint64_t bytes = 0;
+    if (FILE *f = std::fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r")) {
+        unsigned long long v = 0;
+        if (std::fscanf(f, "%llu", &v) == 1) bytes = v;
+        std::fclose(f);
+    }
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    if (bytes < page || bytes > (1ull << 30) || (bytes & (bytes - 1)) != 0) bytes = 2ull << 20;
+    return bytes;
+}
+} // namespace
+
+void PackedStoreFile::map_whole_file(uint64_t size) {
+    // One mapping of the whole file, its start aligned to a PMD, so that the kernel can map the page cache's
+    // large folios (ext4 and XFS make them; MADV_HUGEPAGE asks for them when the file is read) a PMD at a
+    // time: a fault per 2 MiB instead of one per 64 KiB of fault-around, and fewer TLB misses in the GEMMs.
+    // Entries are slices of it; one that is let go has its pages dropped (MADV_DONTNEED), which takes a
+    // PMD that it shares with another entry out too: that one faults it back in. In a 32-bit address space,
+    // where a model's file may not fit beside its other mappings, each entry keeps a mapping of its own.
+    if (sizeof(void *) < 8) return;
+    const uint64_t align = pmd_bytes();
+    if (size > std::numeric_limits<size_t>::max() - align) return;
+    const size_t reserve = static_cast<size_t>(size + align);
+    void *r = ::mmap(nullptr, reserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r == MAP_FAILED) return;
+    const uintptr_t start = reinterpret_cast<uintptr_t>(r);
+    const uintptr_t aligned = (start + align - 1) / align * align;
+    void *p = ::mmap(reinterpret_cast<void *>(aligned), static_cast<size_t>(size), PROT_READ, MAP_SHARED | MAP_FIXED,
+                     fd_, 0);
+    if (p == MAP_FAILED) {
+        ::munmap(r, reserve);
+        return;
+    }
+    // The reservation's slack before and after the file's mapping.
+    if (aligned > start) ::munmap(r, aligned - start);
+    const uintptr_t end = aligned + static_cast<uintptr_t>(size), reserve_end = start + reserve;
+    if (reserve_end > end) ::munmap(reinterpret_cast<void *>(end), reserve_end - end);
+#ifdef MADV_HUGEPAGE
+    ::madvise(p, static_cast<size_t>(size), MADV_HUGEPAGE);
+#endif
+    whole_file_ = static_cast<unsigned char *>(p);
+    whole_file_bytes_ = size;
 }
 
 void PackedStoreFile::start_building() {
@@ -153,6 +204,10 @@ void PackedStoreFile::start_building() {
 
 void PackedStoreFile::map_entry(Entry &e) {
     if (e.address) return;
+    if (whole_file_ && e.in_file) {
+        e.address = whole_file_ + e.offset;
+        return;
+    }
     // No MAP_POPULATE, which faults every page in before the op: XNNPACK's kernels fault the pages in as
     // they read them, and Linux's fault-around maps 16 cached pages per fault, which costs less (the figures:
     // docs/benchmarks.md, "Packed weights"). Pages not in the page cache are read at their first fault
@@ -167,7 +222,8 @@ void PackedStoreFile::drop_entry(Entry &e) {
     if (!e.address || e.holds > 0) return;
     if (e.in_file) {
         if (keep_pages_mapped_) return;
-        ::munmap(e.address, static_cast<size_t>(e.bytes));
+        if (whole_file_) ::madvise(e.address, static_cast<size_t>(e.bytes), MADV_DONTNEED);
+        else ::munmap(e.address, static_cast<size_t>(e.bytes));
     } else {
         std::free(e.address);
     }

@@ -9,8 +9,8 @@
 // weights cache it is built in a temporary file beside its path (unique per process) and renamed into
 // place once complete, so readers only ever open whole files, and it is never modified once renamed.
 //
-// Memory. An entry is mapped when an operator takes it and unmapped when the last one lets it go (unless
-// keep_pages_mapped, as max-speed asks): RSS holds the packed weights of the ops running, the pages
+// Memory. An entry is mapped when an operator takes it and its pages dropped when the last one lets it go
+// (unless keep_pages_mapped, as max-speed asks): RSS holds the packed weights of the ops running, the pages
 // stay in the page cache and are shared between processes. Entries a finished file lacks (a shape the
 // first run did not meet) are kept in memory while an operator holds them.
 #pragma once
@@ -62,6 +62,7 @@ private:
     };
     bool open_existing(std::string &reason);
     void start_building();
+    void map_whole_file(uint64_t size);
     void map_entry(Entry &e);
     void drop_entry(Entry &e);
 
@@ -70,6 +71,8 @@ private:
     bool keep_pages_mapped_;
     int fd_ = -1;          // the file entries are mapped from (the finished file, or the one being built)
     bool building_ = false;
+    unsigned char *whole_file_ = nullptr; // a finished file's mapping, when the address space allows
+    uint64_t whole_file_bytes_ = 0;
     uint64_t end_ = 0;     // where the next entry goes while building
     mutable std::mutex mutex_;
     std::unordered_map<uint64_t, Entry> entries_;
