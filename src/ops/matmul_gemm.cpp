@@ -14,6 +14,7 @@
 #include "ops/shape_common.h"
 #include "tensor/half.h"
 #include "tensor/int4_blocks.h"
+#include "util/kernel_timer.h"
 #include "xnnpack/dynamic_quant.h"
 #include "xnnpack/matmul.h"
 #include "xnnpack/weights_cache.h"
@@ -160,30 +161,48 @@ void fc_weight_int4(const RunContext &ctx, size_t wi, const float *x, size_t m, 
 }
 
 // fc_weight over a whole weight in blocks of `block` output columns, each its own operator writing its
-// columns of y (output_channel_block says why), spread among the pool's threads a group at a time, each
-// block run by one thread (spread_channel_block says why). A block's operator comes from the packed store
-// when it holds the block, without touching the weight; otherwise the block is packed from the weight:
-// [N, K] rows as they are, the columns of a [K, N] weight copied out first (XNNPACK reads no weight row
-// stride). Only a group's operators are alive at once, so memory stays within threads x block.
+// columns of y (output_channel_block says why), spread among the pool's threads, each block run by one
+// thread (spread_channel_block says why). A block's operator comes from the packed store when it holds the
+// block, without touching the weight; then each thread creates, runs and drops its own blocks' operators,
+// so that no thread waits while another creates them. Blocks the store lacks (its first run) are packed
+// from the weight on the calling thread, a group of `threads` at a time: [N, K] rows as they are, the
+// columns of a [K, N] weight copied out first (XNNPACK reads no weight row stride). Either way at most
+// `threads` blocks' operators are alive at once (unless kept), so memory stays within threads x block.
 void fc_column_blocks(const RunContext &ctx, size_t wi, const float *x, size_t m, size_t k, size_t n,
                       bool weight_kn, const float *bias, float *y, size_t block) {
     const size_t threads = ctx.pool() ? std::max<size_t>(1, pthreadpool_get_threads_count(ctx.pool())) : 1;
     block = spread_channel_block(n, block, threads);
+    const size_t count = (n + block - 1) / block;
     const std::shared_ptr<FcState> kept = kept_fc(ctx, wi, k, n, weight_kn);
     if (kept && kept->column_block != block) {
         kept->column_block = block;
         kept->f32_blocks.clear();
     }
+    const auto stored_block = [&](size_t index) {
+        xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(wi, 0, /*part=*/1 + index * block));
+        return xnn::FullyConnectedF32::from_store(packing, k, std::min(block, n - index * block), weight_kn,
+                                                  bias != nullptr, k, n);
+    };
+    std::vector<char> pending(count, 1);
+    const bool all_kept = kept && kept->f32_blocks.size() == count;
+    if (threads > 1 && count > 1 && (all_kept || (!kept && ctx.options().packed_store))) {
+        PoolPrepareTime prepare;
+        parallel_for(ctx.pool(), count, 1, [&](size_t begin, size_t end) {
+            PoolPrepareTime::Worker on_this_thread(prepare);
+            for (size_t i = begin; i < end; ++i) {
+                const std::shared_ptr<xnn::FullyConnectedF32> fc = all_kept ? kept->f32_blocks[i] : stored_block(i);
+                if (!fc) continue;
+                fc->run(m, x, y + i * block, nullptr);
+                pending[i] = 0;
+            }
+        });
+    }
     Tensor w32, columns; // the float32 weight and a block's columns of it, made when a block must be packed
-    const auto block_operator = [&](size_t index, size_t c0) {
-        const size_t cols = std::min(block, n - c0);
+    const auto block_operator = [&](size_t index) {
+        const size_t c0 = index * block, cols = std::min(block, n - c0);
         std::shared_ptr<xnn::FullyConnectedF32> fc;
         if (kept && index < kept->f32_blocks.size()) fc = kept->f32_blocks[index];
-        const uint64_t key = ctx.packing_key(wi, 0, /*part=*/1 + c0);
-        if (!fc) {
-            xnn::PackingScope packing(ctx.options().packed_store, key);
-            fc = xnn::FullyConnectedF32::from_store(packing, k, cols, weight_kn, bias != nullptr, k, n);
-        }
+        if (!fc) fc = stored_block(index);
         if (!fc) {
             if (w32.empty()) w32 = ctx.kernel_weight(wi, ctx.input(wi), 0);
             const float *w = w32.data<float>() + (weight_kn ? c0 : c0 * k);
@@ -193,24 +212,26 @@ void fc_column_blocks(const RunContext &ctx, size_t wi, const float *x, size_t m
                 for (size_t r = 0; r < k; ++r) std::memcpy(dst + r * cols, w + r * n, cols * sizeof(float));
                 w = dst;
             }
-            xnn::PackingScope packing(ctx.options().packed_store, key);
+            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(wi, 0, /*part=*/1 + c0));
             fc = std::make_shared<xnn::FullyConnectedF32>(k, cols, w, weight_kn, bias ? bias + c0 : nullptr, k, n);
         }
         if (kept && index >= kept->f32_blocks.size()) kept->f32_blocks.push_back(fc);
         return fc;
     };
-    const size_t count = (n + block - 1) / block;
+    std::vector<size_t> todo;
+    for (size_t i = 0; i < count; ++i)
+        if (pending[i]) todo.push_back(i);
     std::vector<std::shared_ptr<xnn::FullyConnectedF32>> group;
-    for (size_t first = 0; first < count; first += threads) {
-        const size_t size = std::min(threads, count - first);
+    for (size_t first = 0; first < todo.size(); first += threads) {
+        const size_t size = std::min(threads, todo.size() - first);
         group.clear();
-        for (size_t i = 0; i < size; ++i) group.push_back(block_operator(first + i, (first + i) * block));
+        for (size_t i = 0; i < size; ++i) group.push_back(block_operator(todo[first + i]));
         if (size == 1) {
-            group[0]->run(m, x, y + first * block, ctx.pool());
+            group[0]->run(m, x, y + todo[first] * block, ctx.pool());
             continue;
         }
         parallel_for(ctx.pool(), size, 1, [&](size_t begin, size_t end) {
-            for (size_t i = begin; i < end; ++i) group[i]->run(m, x, y + (first + i) * block, nullptr);
+            for (size_t i = begin; i < end; ++i) group[i]->run(m, x, y + todo[first + i] * block, nullptr);
         });
     }
 }

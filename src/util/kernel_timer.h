@@ -5,6 +5,7 @@
 // load.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 
@@ -33,6 +34,41 @@ public:
 private:
     uint64_t *sink_;
     std::chrono::steady_clock::time_point start_;
+};
+
+// Preparation time spent on a thread pool's threads for the op the creating thread measures. Each thread
+// of the parallel section counts its own (a Worker for the section's span on it) and the creating thread's
+// counter gets the sum when this goes, after the section.
+class PoolPrepareTime {
+public:
+    PoolPrepareTime() : caller_(KernelPrepareTimer::sink()) {}
+    ~PoolPrepareTime() {
+        if (caller_) *caller_ += total_.load(std::memory_order_relaxed);
+    }
+    PoolPrepareTime(const PoolPrepareTime &) = delete;
+    PoolPrepareTime &operator=(const PoolPrepareTime &) = delete;
+
+    class Worker {
+    public:
+        explicit Worker(PoolPrepareTime &pool) : pool_(pool), saved_(KernelPrepareTimer::sink()) {
+            KernelPrepareTimer::sink() = pool.caller_ ? &own_ : nullptr;
+        }
+        ~Worker() {
+            KernelPrepareTimer::sink() = saved_;
+            pool_.total_.fetch_add(own_, std::memory_order_relaxed);
+        }
+        Worker(const Worker &) = delete;
+        Worker &operator=(const Worker &) = delete;
+
+    private:
+        PoolPrepareTime &pool_;
+        uint64_t *saved_;
+        uint64_t own_ = 0;
+    };
+
+private:
+    uint64_t *caller_;
+    std::atomic<uint64_t> total_{0};
 };
 
 } // namespace onnxstream
