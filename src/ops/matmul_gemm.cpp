@@ -160,6 +160,50 @@ void fc_weight_int4(const RunContext &ctx, size_t wi, const float *x, size_t m, 
     ctx.count_int8();
 }
 
+// The columns of a streamed [K, N] weight's output-channel blocks, for packing them: copied out of the
+// weight's row chunks (converted to float32), for `per_pass` consecutive blocks at a time, where per_pass
+// blocks' columns fit in one weight chunk's bytes. Packing blocks in order reads the weight once per pass.
+class BlockColumns {
+public:
+    BlockColumns(const RunContext &ctx, size_t wi, size_t k, size_t n, size_t block)
+        : ctx_(ctx), wi_(wi), k_(k), n_(n), block_(block) {}
+
+    // Block `index`'s k x cols floats, row-major (cols = its width).
+    const float *of(size_t index) {
+        if (data_.empty() || index < first_ || index >= first_ + count_) copy_pass(index);
+        return data_.data<float>() + (index - first_) * k_ * block_;
+    }
+
+private:
+    void copy_pass(size_t first) {
+        const size_t block_bytes = k_ * block_ * sizeof(float), blocks = (n_ + block_ - 1) / block_;
+        const size_t per_pass = std::max<size_t>(1, ctx_.options().weight_chunk_bytes / std::max<size_t>(block_bytes, 1));
+        first_ = first;
+        count_ = std::min(per_pass, blocks - first);
+        if (data_.empty() || data_.numel() < static_cast<int64_t>(count_ * k_ * block_))
+            data_ = ctx_.scratch(DType::F32, {static_cast<int64_t>(count_ * k_ * block_)});
+        float *dst = data_.data<float>();
+        const int64_t total = static_cast<int64_t>(k_), step = ctx_.weight_chunk_rows(wi_);
+        for (int64_t r0 = 0; r0 < total; r0 += step) {
+            const int64_t r1 = std::min(total, r0 + step);
+            const Tensor chunk = ctx_.kernel_weight(wi_, ctx_.read_weight_rows(wi_, r0, r1), r0);
+            const float *src = chunk.data<float>();
+            for (size_t b = 0; b < count_; ++b) {
+                const size_t c0 = (first_ + b) * block_, cols = std::min(block_, n_ - c0);
+                float *block_dst = dst + b * k_ * block_;
+                for (int64_t r = r0; r < r1; ++r)
+                    std::memcpy(block_dst + static_cast<size_t>(r) * cols, src + static_cast<size_t>(r - r0) * n_ + c0,
+                                cols * sizeof(float));
+            }
+        }
+    }
+
+    const RunContext &ctx_;
+    size_t wi_, k_, n_, block_;
+    size_t first_ = 0, count_ = 0;
+    Tensor data_;
+};
+
 // fc_weight over a whole weight in blocks of `block` output columns, each its own operator writing its
 // columns of y (output_channel_block says why), spread among the pool's threads, each block run by one
 // thread (spread_channel_block says why). A block's operator comes from the packed store when it holds the
@@ -168,6 +212,9 @@ void fc_weight_int4(const RunContext &ctx, size_t wi, const float *x, size_t m, 
 // from the weight on the calling thread, a group of `threads` at a time: [N, K] rows as they are, the
 // columns of a [K, N] weight copied out first (XNNPACK reads no weight row stride). Either way at most
 // `threads` blocks' operators are alive at once (unless kept), so memory stays within threads x block.
+// A streamed weight is never read whole: [N, K] blocks read their rows, and [K, N] blocks have their
+// columns copied out of the weight's row chunks, as many blocks per pass over the chunks as fit in one
+// chunk's bytes (BlockColumns).
 void fc_column_blocks(const RunContext &ctx, size_t wi, const float *x, size_t m, size_t k, size_t n,
                       bool weight_kn, const float *bias, float *y, size_t block) {
     const size_t threads = ctx.pool() ? std::max<size_t>(1, pthreadpool_get_threads_count(ctx.pool())) : 1;
@@ -197,20 +244,30 @@ void fc_column_blocks(const RunContext &ctx, size_t wi, const float *x, size_t m
             }
         });
     }
-    Tensor w32, columns; // the float32 weight and a block's columns of it, made when a block must be packed
+    Tensor w32, columns, rows; // the float32 weight, a block's columns or rows of it: made to pack a block
+    BlockColumns streamed_columns(ctx, wi, k, n, block);
     const auto block_operator = [&](size_t index) {
         const size_t c0 = index * block, cols = std::min(block, n - c0);
         std::shared_ptr<xnn::FullyConnectedF32> fc;
         if (kept && index < kept->f32_blocks.size()) fc = kept->f32_blocks[index];
         if (!fc) fc = stored_block(index);
         if (!fc) {
-            if (w32.empty()) w32 = ctx.kernel_weight(wi, ctx.input(wi), 0);
-            const float *w = w32.data<float>() + (weight_kn ? c0 : c0 * k);
-            if (weight_kn) {
-                if (columns.empty()) columns = ctx.scratch(DType::F32, {static_cast<int64_t>(k * block)});
-                float *dst = columns.data<float>();
-                for (size_t r = 0; r < k; ++r) std::memcpy(dst + r * cols, w + r * n, cols * sizeof(float));
-                w = dst;
+            const float *w = nullptr;
+            if (ctx.is_streamed(wi) && weight_kn) {
+                w = streamed_columns.of(index);
+            } else if (ctx.is_streamed(wi)) {
+                const int64_t r0 = static_cast<int64_t>(c0);
+                rows = ctx.kernel_weight(wi, ctx.read_weight_rows(wi, r0, r0 + static_cast<int64_t>(cols)), r0);
+                w = rows.data<float>();
+            } else {
+                if (w32.empty()) w32 = ctx.kernel_weight(wi, ctx.input(wi), 0);
+                w = w32.data<float>() + (weight_kn ? c0 : c0 * k);
+                if (weight_kn) {
+                    if (columns.empty()) columns = ctx.scratch(DType::F32, {static_cast<int64_t>(k * block)});
+                    float *dst = columns.data<float>();
+                    for (size_t r = 0; r < k; ++r) std::memcpy(dst + r * cols, w + r * n, cols * sizeof(float));
+                    w = dst;
+                }
             }
             xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(wi, 0, /*part=*/1 + c0));
             fc = std::make_shared<xnn::FullyConnectedF32>(k, cols, w, weight_kn, bias ? bias + c0 : nullptr, k, n);
@@ -244,12 +301,15 @@ void fc_column_blocks(const RunContext &ctx, size_t wi, const float *x, size_t m
 void fc_weight(const RunContext &ctx, size_t wi, const float *x, size_t m, size_t k, size_t n, bool weight_kn,
                const float *bias, float *y) {
     if (fc_weight_int8(ctx, wi, x, m, k, n, weight_kn, bias, y)) return;
+    // A streamed weight runs in column blocks too when a packed store serves them: a block's operator then
+    // reads nothing of the weight, and each has all of K, where row chunks of a [K, N] weight would each be
+    // a short product over few rows of K whose partial results are summed.
+    const size_t block = output_channel_block(m, k, n, channel_block_l2_bytes());
+    if (block < n && (!ctx.is_streamed(wi) || ctx.packing_key(wi) != 0)) {
+        fc_column_blocks(ctx, wi, x, m, k, n, weight_kn, bias, y, block);
+        return;
+    }
     if (!ctx.is_streamed(wi)) {
-        const size_t block = output_channel_block(m, k, n, channel_block_l2_bytes());
-        if (block < n) {
-            fc_column_blocks(ctx, wi, x, m, k, n, weight_kn, bias, y, block);
-            return;
-        }
         const std::shared_ptr<FcState> kept = kept_fc(ctx, wi, k, n, weight_kn);
         std::shared_ptr<xnn::FullyConnectedF32> fc = kept ? kept->f32 : nullptr;
         if (!fc) {

@@ -55,6 +55,12 @@ add("matmul_f16w_streamed", "MatMul", [rand(16, 1024), weight(rand(1024, 2560), 
 add("matmul_weight_column_blocks", "MatMul", [rand(1, 77, 768), weight(rand(768, 1000))])
 add("gemm_linear_column_blocks", "Gemm", [rand(40, 1024), weight(rand(900, 1024)), weight(rand(900))],
     attrs=dict(transB=1))
+# The same over weights bigger than balanced's 4 MiB chunk, which stream: with packed weights kept they run
+# in column blocks too, [N, K] blocks reading their rows, [K, N] ones copying their columns out of the
+# weight's row chunks, a few blocks per pass over the chunks (matmul_gemm.cpp, BlockColumns).
+add("gemm_linear_streamed_column_blocks", "Gemm", [rand(40, 1024), weight(rand(1200, 1024)), weight(rand(1200))],
+    attrs=dict(transB=1))
+add("matmul_streamed_column_blocks", "MatMul", [rand(1, 77, 1024), weight(rand(1024, 2000))])
 add("matmul_i64", "MatMul", [randint(3, 4, 5, low=-50, high=50), randint(5, 6, low=-50, high=50)])
 add("matmul_i64_vec", "MatMul", [randint(5, low=-9, high=9), randint(2, 5, 3, low=-9, high=9)])
 add("matmul_i32", "MatMul", [randint(4, 5, low=-50, high=50, dtype="int32"),
