@@ -183,8 +183,9 @@ ONNXSTREAM_API const char *onnxstream_last_error(void);
     profiled run takes the memory an unprofiled one does. Without the flag the engine records nothing. */
 #define ONNXSTREAM_FLAG_PROFILE 0x4u
 /** Since 0.6: keep the thread pool's workers spinning between parallel sections instead of sleeping. A few
-    percent faster when the model's threads have the cores to themselves; much slower when other processes
-    compete for them (then every section waits for a worker the scheduler has not run). */
+    percent faster on some machines when the model's threads have the cores to themselves, slower on others
+    (a virtual machine); much slower when other processes compete for them (then every section waits for a
+    worker the scheduler has not run). */
 #define ONNXSTREAM_FLAG_SPIN_WORKERS 0x8u
 /** Since 0.9: compute every 8-bit weight by dequantizing it to float32 (W8A32), even where the kernel
     library has dynamically quantized int8 kernels (XNNPACK's 2024 API: per-channel int8 MatMul, Gemm and
