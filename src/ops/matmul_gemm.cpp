@@ -160,6 +160,12 @@ void fc_weight_int4(const RunContext &ctx, size_t wi, const float *x, size_t m, 
     ctx.count_int8();
 }
 
+// Columns [c0, c0 + cols) of `rows` rows of a row-major matrix n floats wide, into dst (cols floats a row):
+// XNNPACK reads no weight row stride, so a block of a [K, N] weight is packed from such a copy.
+void copy_columns(const float *src, size_t rows, size_t n, size_t c0, size_t cols, float *dst) {
+    for (size_t r = 0; r < rows; ++r) std::memcpy(dst + r * cols, src + r * n + c0, cols * sizeof(float));
+}
+
 // The columns of a streamed [K, N] weight's output-channel blocks, for packing them: copied out of the
 // weight's row chunks (converted to float32), for `per_pass` consecutive blocks at a time, where per_pass
 // blocks' columns fit in one weight chunk's bytes. Packing blocks in order reads the weight once per pass.
@@ -190,10 +196,8 @@ private:
             const float *src = chunk.data<float>();
             for (size_t b = 0; b < count_; ++b) {
                 const size_t c0 = (first_ + b) * block_, cols = std::min(block_, n_ - c0);
-                float *block_dst = dst + b * k_ * block_;
-                for (int64_t r = r0; r < r1; ++r)
-                    std::memcpy(block_dst + static_cast<size_t>(r) * cols, src + static_cast<size_t>(r - r0) * n_ + c0,
-                                cols * sizeof(float));
+                copy_columns(src, static_cast<size_t>(r1 - r0), n_, c0, cols,
+                             dst + b * k_ * block_ + static_cast<size_t>(r0) * cols);
             }
         }
     }
@@ -225,8 +229,10 @@ void fc_column_blocks(const RunContext &ctx, size_t wi, const float *x, size_t m
         kept->column_block = block;
         kept->f32_blocks.clear();
     }
+    // The packed store's key of a block: one per first column.
+    const auto block_key = [&](size_t index) { return ctx.packing_key(wi, 0, /*part=*/1 + index * block); };
     const auto stored_block = [&](size_t index) {
-        xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(wi, 0, /*part=*/1 + index * block));
+        xnn::PackingScope packing(ctx.options().packed_store, block_key(index));
         return xnn::FullyConnectedF32::from_store(packing, k, std::min(block, n - index * block), weight_kn,
                                                   bias != nullptr, k, n);
     };
@@ -261,15 +267,14 @@ void fc_column_blocks(const RunContext &ctx, size_t wi, const float *x, size_t m
                 w = rows.data<float>();
             } else {
                 if (w32.empty()) w32 = ctx.kernel_weight(wi, ctx.input(wi), 0);
-                w = w32.data<float>() + (weight_kn ? c0 : c0 * k);
+                w = w32.data<float>() + (weight_kn ? 0 : c0 * k);
                 if (weight_kn) {
                     if (columns.empty()) columns = ctx.scratch(DType::F32, {static_cast<int64_t>(k * block)});
-                    float *dst = columns.data<float>();
-                    for (size_t r = 0; r < k; ++r) std::memcpy(dst + r * cols, w + r * n, cols * sizeof(float));
-                    w = dst;
+                    copy_columns(w, k, n, c0, cols, columns.data<float>());
+                    w = columns.data<float>();
                 }
             }
-            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(wi, 0, /*part=*/1 + c0));
+            xnn::PackingScope packing(ctx.options().packed_store, block_key(index));
             fc = std::make_shared<xnn::FullyConnectedF32>(k, cols, w, weight_kn, bias ? bias + c0 : nullptr, k, n);
         }
         if (kept && index >= kept->f32_blocks.size()) kept->f32_blocks.push_back(fc);
