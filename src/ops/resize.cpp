@@ -410,10 +410,12 @@ template <typename T> void nearest_gather(const T *x, T *y, const Shape &out,
     const size_t rank = out.size();
     const size_t out_w = static_cast<size_t>(out.back());
     const std::vector<int64_t> &wmap = map.back();
-    bool any_w_extrap = false, twice = out_w % 2 == 0;
+    // The innermost axis kept as it is (channels-last input: C) makes every row a copy.
+    bool any_w_extrap = false, twice = out_w % 2 == 0, same = true;
     for (size_t o = 0; o < out_w; ++o) {
         any_w_extrap |= wmap[o] < 0;
         twice &= wmap[o] == static_cast<int64_t>(o / 2);
+        same &= wmap[o] == static_cast<int64_t>(o);
     }
     const size_t rows = static_cast<size_t>(shape_numel(out)) / std::max<size_t>(1, out_w);
     parallel_for(pool, rows, std::max<size_t>(1, 16384 / std::max<size_t>(1, out_w)),
@@ -443,7 +445,9 @@ template <typename T> void nearest_gather(const T *x, T *y, const Shape &out,
                              continue;
                          }
                          const T *src = x + base;
-                         if (twice) {
+                         if (same) {
+                             std::memcpy(dst, src, out_w * sizeof(T));
+                         } else if (twice) {
                              for (size_t o = 0; o < out_w / 2; ++o) dst[2 * o] = dst[2 * o + 1] = src[o];
                          } else if (any_w_extrap) {
                              for (size_t o = 0; o < out_w; ++o)
