@@ -396,6 +396,7 @@ int simplify(IrGraph &g, ConstantEvaluator &evaluator, const FoldLimits &limits,
         changed |= fuse_layernorm(g);
         changed |= fuse_gelu(g);
         changed |= fuse_swish(g);
+        changed |= fuse_groupnorm_swish(g);
         changed |= fuse_geglu_ffn(g);
         changed |= fuse_attention(g);
         changed |= eliminate_dead_code(g);

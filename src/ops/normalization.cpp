@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "ops/registry.h"
+#include "ops/vector_math.h"
 #include "tensor/half.h"
 #include "xnnpack/matmul.h"
 
@@ -218,12 +220,24 @@ void run_batchnorm(RunContext &ctx) {
 
 // ---------------------------------------------------------------------------------------------------------
 // InstanceNormalization and GroupNormalization: statistics per (n, group of channels), applied per channel.
+// GroupNormSwish, the importer's fusion of a GroupNormalization and the Swish (SiLU) that alone reads its
+// output (every ResNet block of the SD UNet and VAE), applies the Swish to each tile of the output while it
+// is still in cache, instead of a pass of its own over the whole tensor.
+
+struct GroupNormParams {
+    int64_t groups;
+    std::vector<float> scale, bias; // per channel
+    float eps;
+    std::optional<float> swish_alpha; // GroupNormSwish
+};
 
 // Normalise x (N, C, plane...) with statistics over each of `groups` channel groups per sample, then apply
-// per-channel scale/bias (cscale/cbias hold C values).
+// per-channel scale/bias.
 void group_normalize(const RunContext &ctx, const float *x, float *y, int64_t n, int64_t c, int64_t plane,
-                     int64_t groups, const std::vector<float> &cscale, const std::vector<float> &cbias,
-                     float eps) {
+                     const GroupNormParams &gp) {
+    const int64_t groups = gp.groups;
+    const std::vector<float> &cscale = gp.scale, &cbias = gp.bias;
+    const float eps = gp.eps;
     int64_t per_group = c / groups * plane;
     std::vector<float> inv(static_cast<size_t>(n * groups)), mean(static_cast<size_t>(n * groups));
     parallel_for(ctx.pool(), static_cast<size_t>(n * groups), 1, [&](size_t begin, size_t end) {
@@ -246,6 +260,7 @@ void group_normalize(const RunContext &ctx, const float *x, float *y, int64_t n,
             float *yp = y + static_cast<int64_t>(p) * plane;
             // (x - mean) * a, not x * a - mean * a: a large mean would cancel away precision.
             for (int64_t i = 0; i < plane; ++i) yp[i] = (xp[i] - m) * a + b;
+            if (gp.swish_alpha) vmath::swish(yp, yp, static_cast<size_t>(plane), *gp.swish_alpha);
         }
     });
 }
@@ -253,8 +268,10 @@ void group_normalize(const RunContext &ctx, const float *x, float *y, int64_t n,
 // The same on channels-last x (N, plane, C) (the layout plan's Layout::NHWC): a group is `c / groups`
 // consecutive floats of every pixel.
 void group_normalize_nhwc(const RunContext &ctx, const float *x, float *y, int64_t n, int64_t c, int64_t plane,
-                          int64_t groups, const std::vector<float> &cscale, const std::vector<float> &cbias,
-                          float eps) {
+                          const GroupNormParams &gp) {
+    const int64_t groups = gp.groups;
+    const std::vector<float> &cscale = gp.scale, &cbias = gp.bias;
+    const float eps = gp.eps;
     const int64_t cpg = c / groups;
     const size_t cs = static_cast<size_t>(c);
     // Statistics in one sequential sweep: each task sums a block of pixels per channel (a group's channels
@@ -320,19 +337,19 @@ void group_normalize_nhwc(const RunContext &ctx, const float *x, float *y, int64
             const float *xp = x + static_cast<int64_t>(p) * c;
             float *yp = y + static_cast<int64_t>(p) * c;
             for (int64_t ch = 0; ch < c; ++ch) yp[ch] = (xp[ch] - mp[ch]) * ap[ch] + cbias[static_cast<size_t>(ch)];
+            if (gp.swish_alpha) vmath::swish(yp, yp, static_cast<size_t>(c), *gp.swish_alpha);
         }
     });
 }
 
 // Group normalisation in the layout the plan chose (input 0 arrives in the layout output 0 is written in).
-void group_normalize_any(RunContext &ctx, const Tensor &x, Tensor &y, int64_t groups, const std::vector<float> &cscale,
-                         const std::vector<float> &cbias, float eps) {
+void group_normalize_any(RunContext &ctx, const Tensor &x, Tensor &y, const GroupNormParams &gp) {
     const int64_t n = x.dim(0), c = x.dim(1), plane = prod(x.shape(), 2, x.rank());
     if (ctx.input_nhwc(0)) {
         ctx.output(0).set_layout(Layout::NHWC);
-        group_normalize_nhwc(ctx, x.data<float>(), y.data<float>(), n, c, plane, groups, cscale, cbias, eps);
+        group_normalize_nhwc(ctx, x.data<float>(), y.data<float>(), n, c, plane, gp);
     } else {
-        group_normalize(ctx, x.data<float>(), y.data<float>(), n, c, plane, groups, cscale, cbias, eps);
+        group_normalize(ctx, x.data<float>(), y.data<float>(), n, c, plane, gp);
     }
 }
 
@@ -353,8 +370,9 @@ std::vector<TensorInfo> infer_instancenorm(const InferContext &ctx) {
 void run_instancenorm(RunContext &ctx) {
     Tensor x = as_f32(ctx, ctx.input(0));
     Tensor y = f32_target(ctx, 0);
-    group_normalize_any(ctx, x, y, x.dim(1), float_values(ctx.input(1)), float_values(ctx.input(2)),
-                        ctx.attrs().get_float("epsilon", 1e-5f));
+    group_normalize_any(ctx, x, y,
+                        {x.dim(1), float_values(ctx.input(1)), float_values(ctx.input(2)),
+                         ctx.attrs().get_float("epsilon", 1e-5f), std::nullopt});
     finish_f32(ctx, 0, y);
 }
 
@@ -382,7 +400,7 @@ std::vector<TensorInfo> infer_groupnorm(const InferContext &ctx) {
     return {TensorInfo{x.dtype, x.shape, {}}};
 }
 
-void run_groupnorm(RunContext &ctx) {
+template <bool kSwish> void run_groupnorm(RunContext &ctx) {
     Tensor x = as_f32(ctx, ctx.input(0));
     Tensor y = f32_target(ctx, 0);
     int64_t c = x.dim(1), groups = ctx.attrs().get_int("num_groups", 1);
@@ -394,8 +412,11 @@ void run_groupnorm(RunContext &ctx) {
             out[static_cast<size_t>(ch)] = v[static_cast<size_t>(ch / (c / groups))];
         return out;
     };
-    group_normalize_any(ctx, x, y, groups, per_channel(ctx.input(1)), per_channel(ctx.input(2)),
-                        ctx.attrs().get_float("epsilon", 1e-5f));
+    std::optional<float> swish_alpha;
+    if (kSwish) swish_alpha = ctx.attrs().get_float("alpha", 1.0f);
+    group_normalize_any(ctx, x, y,
+                        {groups, per_channel(ctx.input(1)), per_channel(ctx.input(2)),
+                         ctx.attrs().get_float("epsilon", 1e-5f), swish_alpha});
     finish_f32(ctx, 0, y);
 }
 
@@ -705,7 +726,8 @@ void register_normalization_ops(Registry &r) {
     r.add("InstanceNormalization", infer_instancenorm, run_instancenorm)
         .with_reads_weights_exactly()
         .with_nhwc(NhwcIo::Same);
-    r.add("GroupNormalization", infer_groupnorm, run_groupnorm).with_reads_weights_exactly().with_nhwc(NhwcIo::Same);
+    r.add("GroupNormalization", infer_groupnorm, run_groupnorm<false>).with_reads_weights_exactly().with_nhwc(NhwcIo::Same);
+    r.add("GroupNormSwish", infer_groupnorm, run_groupnorm<true>).with_reads_weights_exactly().with_nhwc(NhwcIo::Same);
     r.add("LayerNormalization", infer_layernorm, run_layernorm).with_reads_weights_exactly();
     r.add("Softmax", infer_softmax, run_softmax<false>).with_reads_weights_exactly(~1u);
     r.add("LogSoftmax", infer_softmax, run_softmax<true>).with_reads_weights_exactly();

@@ -22,7 +22,8 @@ from gen_patterns import generate  # noqa: E402
 
 
 class ConvChain(nn.Module):
-    """Conv -> Add -> Sigmoid -> Mul (SiLU) -> GroupNorm -> Resize -> Concat (channels) -> Conv."""
+    """Conv -> Add -> Sigmoid -> Mul (SiLU) -> GroupNorm -> SiLU (GroupNormSwish) -> Resize -> Concat
+    (channels) -> Conv."""
 
     def __init__(self):
         super().__init__()
@@ -35,7 +36,7 @@ class ConvChain(nn.Module):
     def forward(self, x):
         y = self.conv1(x) + self.bias
         y = y * torch.sigmoid(y)
-        y = self.norm(y)
+        y = F.silu(self.norm(y))
         y = F.interpolate(y, scale_factor=2.0, mode="nearest")
         s = F.interpolate(self.side(x), scale_factor=2.0, mode="nearest")
         return self.conv2(torch.cat([y, s], dim=1))
@@ -119,7 +120,7 @@ class MixedConsumers(nn.Module):
 # name -> (module, [(input name, shape)], opset, boundary transposes with the plan on)
 CASES = {
     # conv1 and side read the NCHW graph input (2), conv2 writes the NCHW graph output (1); everything
-    # between them (Add, SiLU, GroupNorm, Resize, Concat) stays NHWC.
+    # between them (Add, SiLU, GroupNorm + SiLU, Resize, Concat) stays NHWC.
     "conv_chain": (ConvChain, [("x", (1, 3, 12, 10))], 17, 3),
     # cv1 reads the graph input (1), cv3 writes the graph output (1); Split, residual Add, Concat and the
     # MaxPools stay NHWC.

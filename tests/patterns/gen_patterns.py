@@ -100,6 +100,19 @@ class GroupNormVae(nn.Module):
         return self.plain(F.silu(self.norm(x)))
 
 
+class GroupNormSiluShared(nn.Module):
+    """A GroupNorm read by a SiLU and by an Add: the SiLU does not join the norm (GroupNormSwish), since the Add
+    needs the norm's own output."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.GroupNorm(4, 16)
+
+    def forward(self, x):
+        y = self.norm(x)
+        return F.silu(y) + y
+
+
 class GroupNormVaeView(nn.Module):
     """diffusers' VAE attention: GroupNorm applied to a (B, C, H*W) view of a (B, C, H, W) tensor between
     transposes, so after the importer merges the views the GroupNorm's reshapes no longer mirror each other."""
@@ -345,8 +358,10 @@ CASES = {
     "groupnorm_opset14": (GroupNorm4d, [("x", (2, 16, 6, 5))], 14,
                           {"GroupNormalization": 1, "InstanceNormalization": 0, "Reshape": 0, "Mul": 0, "Add": 0}),
     "groupnorm_vae_opset13": (GroupNormVae, [("x", (1, 8, 12))], 13,
-                              {"GroupNormalization": 1, "InstanceNormalization": 1, "Reshape": 0,
-                               "Mul": 0, "Add": 0, "Swish": 1}),
+                              {"GroupNormSwish": 1, "GroupNormalization": 0, "InstanceNormalization": 1,
+                               "Reshape": 0, "Mul": 0, "Add": 0, "Swish": 0}),
+    "groupnorm_silu_shared": (GroupNormSiluShared, [("x", (2, 16, 5, 6))], 14,
+                              {"GroupNormSwish": 0, "GroupNormalization": 1, "Swish": 1}),
     "groupnorm_vae_view_opset14": (GroupNormVaeView, [("x", (1, 16, 4, 3))], 14,
                                    {"GroupNormalization": 1, "InstanceNormalization": 0, "Add": 0}),
     "layernorm_opset14": (LayerNormLast, [("x", (2, 5, 32))], 14,

@@ -1,6 +1,7 @@
 // torch.onnx.export (opset < 18) writes nn.GroupNorm as Reshape(x, [N, G, -1]) -> InstanceNormalization
 // (scale 1, bias 0 per group) -> Reshape back to x's shape -> Mul(gamma) -> Add(beta). The engine's
 // GroupNormalization does the same in one pass over the data instead of four, without the reshaped copies.
+// A Swish that alone reads the result then joins it (fuse_groupnorm_swish).
 //
 // InstanceNormalization over [N, G, ...] normalises each (sample, group) over everything after the group
 // axis, which is exactly the group's channels and all their spatial positions, since the reshape keeps the
@@ -140,6 +141,28 @@ bool fuse_groupnorm(IrGraph &g) {
         for (Node *p : chain)
             if (p != last) m.remove(m.index_of(*p));
         *last = std::move(gn);
+    }
+    return m.finish();
+}
+
+// GroupNormalization -> Swish, the Swish the norm's only reader: one GroupNormSwish (the inputs and
+// attributes of the norm, the Swish's alpha), which applies the Swish tile by tile as it writes.
+bool fuse_groupnorm_swish(IrGraph &g) {
+    if (!match::engine_has("GroupNormSwish")) return false;
+    Matcher m(g);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+        if (m.removed(i)) continue;
+        Node &norm = g.nodes[i];
+        if (!norm.default_domain() || norm.op_type != "GroupNormalization" || norm.outputs.size() != 1) continue;
+        Node *swish = m.sole_consumer(norm.outputs[0], "Swish");
+        if (!swish || swish->inputs.size() != 1) continue;
+        Node fused = norm;
+        fused.name = swish->name;
+        fused.op_type = "GroupNormSwish";
+        fused.outputs = swish->outputs;
+        for (const auto &attr : swish->attrs) fused.attrs.push_back(attr);
+        m.remove(i);
+        *swish = std::move(fused);
     }
     return m.finish();
 }

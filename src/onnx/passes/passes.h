@@ -46,6 +46,8 @@ bool conv1d_to_conv2d(IrGraph &g);
 // [-> Add(beta)], becomes one GroupNormalization with per-channel scale and bias; a per-channel Mul/Add after
 // a plain InstanceNormalization folds into its scale and bias.
 bool fuse_groupnorm(IrGraph &g);
+// A GroupNormalization whose only reader is a Swish (SiLU) becomes one GroupNormSwish.
+bool fuse_groupnorm_swish(IrGraph &g);
 
 // layernorm.cpp: the opset < 17 LayerNorm formula (ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div
 // [, Mul gamma][, Add beta]) over trailing axes becomes LayerNormalization.
