@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define ONNXSTREAM_VERSION_MAJOR 0
-#define ONNXSTREAM_VERSION_MINOR 22
+#define ONNXSTREAM_VERSION_MINOR 23
 #define ONNXSTREAM_VERSION_PATCH 0
 #define ONNXSTREAM_VERSION \
     (ONNXSTREAM_VERSION_MAJOR * 10000 + ONNXSTREAM_VERSION_MINOR * 100 + ONNXSTREAM_VERSION_PATCH)
@@ -109,7 +109,8 @@ typedef enum onnxstream_provider_kind {
 typedef enum onnxstream_memory_mode {
     /** Default. Weights are read when their op runs (no read-ahead thread), in output-channel chunks of
         4 MiB; attention over key blocks (FlashAttention-style); up to 32 MiB of freed big buffers kept
-        for reuse. */
+        for reuse, and a run's activation pages kept for the same model's next run (the peak does not
+        move; between runs the process holds them). */
     ONNXSTREAM_MEMORY_BALANCED = 0,
     /** Smallest working set (a 512 MB board): no read-ahead, weights over 4 MiB in chunks, attention over
         key blocks (FlashAttention-style) with score tiles of at most 1 MiB; 12 MiB of freed big buffers
@@ -117,7 +118,8 @@ typedef enum onnxstream_memory_mode {
     ONNXSTREAM_MEMORY_MIN = 1,
     /** Keep every weight and prepared kernel in RAM between runs (like OnnxStream's ops cache); weights in
         4 MiB chunks (faster: a chunk's packed weights stay in the CPU caches); attention without a memory
-        bound; 256 MiB of freed big buffers kept for reuse. */
+        bound; 256 MiB of freed big buffers kept for reuse, and a run's activation pages kept for the
+        same model's next run. */
     ONNXSTREAM_MEMORY_MAX_SPEED = 2
 } onnxstream_memory_mode_t;
 

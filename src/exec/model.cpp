@@ -47,7 +47,7 @@ Model::Model(const ModelOptions &options)
     init_kernels();
 }
 
-Model::~Model() = default;
+Model::~Model() { release_mapping_cache_owner(this); }
 
 const Graph &Model::graph() const {
     if (!graph_) fail(ONNXSTREAM_ERR_BAD_STATE, "no model is loaded");
@@ -288,8 +288,9 @@ void Model::open_packed_store(const WeightCacheProvider &cache, bool keep_pages_
 
 void Model::run(const ProgressFn &progress) {
     graph();
-    // Freed tensor pages are reused within the run and given back at its end (mapping_cache.h).
-    begin_mapping_cache_run(options_.mapping_cache_bytes);
+    // Freed tensor pages are reused within the run and given back at its end, or kept for this model's
+    // next run (mapping_cache.h).
+    begin_mapping_cache_run(options_.mapping_cache_bytes, this, options_.keep_run_pages);
     struct EndMappingCacheRun {
         ~EndMappingCacheRun() { end_mapping_cache_run(); }
     } end_mapping_cache_run_guard;

@@ -25,6 +25,8 @@ struct ModelOptions {
     onnxstream_provider_kind_t provider = ONNXSTREAM_PROVIDER_PREFETCH;
     uint64_t prefetch_bytes = 64ull << 20;
     uint64_t mapping_cache_bytes = 0; // process-wide budget set when a run starts
+    // The pages of a run's freed buffers stay mapped for this model's next run (tensor/mapping_cache.h).
+    bool keep_run_pages = false;
     // Bytes of prepared kernels ops may keep between runs when the provider is not the RAM one (which keeps
     // every op's): exec/kept_kernels.h. 0 = none.
     uint64_t kept_kernel_bytes = 0;

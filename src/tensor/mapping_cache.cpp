@@ -19,6 +19,11 @@ struct Cache {
     uint64_t in_use = 0;     // bytes handed out by map_pages and not given back
     uint64_t high_water = 0; // the most in_use since the oldest running run began
     int runs = 0;            // runs between begin_mapping_cache_run and end_mapping_cache_run
+    // The runs of the current scope: whose, and whether all of them keep their pages for the next one.
+    const void *owner = nullptr;
+    bool keep = false;
+    // Between runs: whose next run the idle pages within the high-water mark are kept for (nullptr: none).
+    const void *kept_for = nullptr;
 
     // Unmaps whole idle mappings, oldest first, until idle_bytes <= limit. Called with the mutex held.
     void trim(uint64_t limit);
@@ -26,7 +31,7 @@ struct Cache {
     // run's high-water mark, which the process's resident memory has reached already.
     uint64_t allowance() const {
         if (budget == 0) return 0;
-        return runs > 0 && high_water > in_use ? std::max(budget, high_water - in_use) : budget;
+        return (runs > 0 || kept_for) && high_water > in_use ? std::max(budget, high_water - in_use) : budget;
     }
     void hand_out(uint64_t bytes) {
         in_use += bytes;
@@ -131,14 +136,24 @@ void set_mapping_cache_budget(uint64_t bytes) {
     Cache &c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
     c.budget = bytes;
+    c.kept_for = nullptr;
     c.trim(bytes);
 }
 
-void begin_mapping_cache_run(uint64_t budget) {
+void begin_mapping_cache_run(uint64_t budget, const void *owner, bool keep_for_next_run) {
     Cache &c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
     c.budget = budget;
-    if (c.runs++ == 0) c.high_water = c.in_use;
+    if (c.runs++ == 0) {
+        // The high-water mark of the run the kept pages came from still bounds them; any other run starts
+        // from what is in use now, which trims them.
+        if (!owner || c.kept_for != owner) c.high_water = c.in_use;
+        c.owner = owner;
+        c.keep = owner && keep_for_next_run;
+    } else {
+        c.keep = c.keep && owner == c.owner && keep_for_next_run;
+    }
+    c.kept_for = nullptr;
     c.trim(c.allowance());
 }
 
@@ -146,6 +161,16 @@ void end_mapping_cache_run() {
     Cache &c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
     if (c.runs > 0) --c.runs;
+    if (c.runs > 0) return;
+    if (c.keep) c.kept_for = c.owner;
+    c.trim(c.allowance());
+}
+
+void release_mapping_cache_owner(const void *owner) {
+    Cache &c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (!owner || c.kept_for != owner) return;
+    c.kept_for = nullptr;
     if (c.runs == 0) c.trim(c.budget);
 }
 

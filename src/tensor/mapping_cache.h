@@ -58,9 +58,17 @@ uint64_t mapping_cache_idle_bytes();
 // stay within the most the run has had in use: memory the process holds already, so its peak does not
 // move (at the peak itself idle is within the budget, as without a run), while a model whose big
 // activations are freed and allocated op after op reuses their pages instead of faulting in new ones
-// (the full-size VAE decoder spent 1.5 s of a 15 s run there). The end of the last run trims the idle
-// bytes back to the budget. begin sets the budget, as set_mapping_cache_budget.
-void begin_mapping_cache_run(uint64_t budget);
+// (the full-size VAE decoder spent 1.5 s of a 15 s run there). begin sets the budget, as
+// set_mapping_cache_budget.
+//
+// The end of the last run trims the idle bytes back to the budget, unless every run of the scope was
+// `owner`'s with keep_for_next_run: then they stay, within the same high-water mark, for owner's next run,
+// whose first ops find their pages touched already instead of faulting in the run's activations anew (a
+// model run again and again, as a UNet's denoising steps). Anything else's run, or
+// release_mapping_cache_owner(owner), trims them back to the budget.
+void begin_mapping_cache_run(uint64_t budget, const void *owner = nullptr, bool keep_for_next_run = false);
 void end_mapping_cache_run();
+// Give back the pages kept for owner's next run (the owner, a model, is going away).
+void release_mapping_cache_owner(const void *owner);
 
 } // namespace onnxstream

@@ -1,6 +1,6 @@
 // The mapping cache: freed big mappings are reused by best fit (a bigger one split, its tail kept idle),
 // freed neighbours are joined again, the idle bytes stay within the budget (whole mappings unmapped, oldest
-// first), and a zero budget unmaps at once.
+// first), a zero budget unmaps at once, and a model's run may keep its pages for its next one.
 #include <cstring>
 
 #include <gtest/gtest.h>
@@ -157,6 +157,54 @@ TEST_F(MappingCache, ARunsIdlePagesNeverRaiseItsPeak) {
     EXPECT_LE(mapping_cache_idle_bytes(), 1 * MiB);
     unmap_pages(big);
     EXPECT_EQ(mapping_cache_idle_bytes(), 12 * MiB);
+    end_mapping_cache_run();
+    EXPECT_EQ(mapping_cache_idle_bytes(), 0u);
+}
+
+TEST_F(MappingCache, AnOwnersRunKeepsItsPagesForItsNextRun) {
+    int model = 0, other = 0;
+    begin_mapping_cache_run(1 * MiB, &model, /*keep_for_next_run=*/true);
+    Mapping a = map_pages(4 * MiB), b = map_pages(4 * MiB);
+    static_cast<unsigned char *>(a.base)[0] = 0x5a;
+    unmap_pages(a);
+    unmap_pages(b);
+    end_mapping_cache_run(); // kept: within the run's 8 MiB high-water mark
+    EXPECT_EQ(mapping_cache_idle_bytes(), 8 * MiB);
+
+    begin_mapping_cache_run(1 * MiB, &model, true); // the same model's next run finds a's pages touched
+    Mapping c = map_pages(4 * MiB);
+    EXPECT_TRUE(c.base == a.base || c.base == b.base);
+    if (c.base == a.base) EXPECT_EQ(static_cast<unsigned char *>(c.base)[0], 0x5a);
+    unmap_pages(c);
+    end_mapping_cache_run();
+    EXPECT_GE(mapping_cache_idle_bytes(), 4 * MiB);
+
+    begin_mapping_cache_run(1 * MiB, &other, true); // another model's run: back to the budget
+    EXPECT_LE(mapping_cache_idle_bytes(), 1 * MiB);
+    end_mapping_cache_run();
+}
+
+TEST_F(MappingCache, KeptPagesGoBackWithTheirOwner) {
+    int model = 0;
+    begin_mapping_cache_run(1 * MiB, &model, true);
+    unmap_pages(map_pages(4 * MiB));
+    end_mapping_cache_run();
+    EXPECT_EQ(mapping_cache_idle_bytes(), 4 * MiB);
+    release_mapping_cache_owner(&model);
+    EXPECT_EQ(mapping_cache_idle_bytes(), 0u);
+}
+
+TEST_F(MappingCache, RunsThatDoNotKeepTrimAtTheirEnd) {
+    int model = 0, other = 0;
+    begin_mapping_cache_run(1 * MiB, &model, false);
+    unmap_pages(map_pages(4 * MiB));
+    end_mapping_cache_run();
+    EXPECT_EQ(mapping_cache_idle_bytes(), 0u);
+    // Two models' runs overlapping: nothing is kept for either.
+    begin_mapping_cache_run(1 * MiB, &model, true);
+    begin_mapping_cache_run(1 * MiB, &other, true);
+    unmap_pages(map_pages(4 * MiB));
+    end_mapping_cache_run();
     end_mapping_cache_run();
     EXPECT_EQ(mapping_cache_idle_bytes(), 0u);
 }
