@@ -14,10 +14,10 @@ import (
 )
 
 func TestVersion(t *testing.T) {
-	if major, minor, patch := Version(); major != 0 || minor != 22 || patch != 0 {
+	if major, minor, patch := Version(); major != 0 || minor != 23 || patch != 0 {
 		t.Fatalf("Version() = %d.%d.%d", major, minor, patch)
 	}
-	if VersionString() != "0.22.0" {
+	if VersionString() != "0.23.0" {
 		t.Fatalf("VersionString() = %q", VersionString())
 	}
 }
