@@ -17,7 +17,7 @@ struct Cache {
     uint64_t idle_bytes = 0;
     uint64_t budget = 0;
     uint64_t in_use = 0;     // bytes handed out by map_pages and not given back
-    uint64_t high_water = 0; // the most in_use since the oldest running run began
+    uint64_t high_water = 0; // the most in_use since the oldest running run began (or its owner's last run)
     int runs = 0;            // runs between begin_mapping_cache_run and end_mapping_cache_run
     // The runs of the current scope: whose, and whether all of them keep their pages for the next one.
     const void *owner = nullptr;
