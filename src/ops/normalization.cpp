@@ -221,8 +221,9 @@ void run_batchnorm(RunContext &ctx) {
 // ---------------------------------------------------------------------------------------------------------
 // InstanceNormalization and GroupNormalization: statistics per (n, group of channels), applied per channel.
 // GroupNormSwish, the importer's fusion of a GroupNormalization and the Swish (SiLU) that alone reads its
-// output (every ResNet block of the SD UNet and VAE), applies the Swish to each tile of the output while it
-// is still in cache, instead of a pass of its own over the whole tensor.
+// output (every ResNet block of the SD UNet and VAE), applies the Swish to each row of the output (a
+// channel plane, or a pixel's channels) while it is still in cache, instead of a pass of its own over the
+// whole tensor.
 
 struct GroupNormParams {
     int64_t groups;

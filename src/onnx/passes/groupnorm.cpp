@@ -146,7 +146,7 @@ bool fuse_groupnorm(IrGraph &g) {
 }
 
 // GroupNormalization -> Swish, the Swish the norm's only reader: one GroupNormSwish (the inputs and
-// attributes of the norm, the Swish's alpha), which applies the Swish tile by tile as it writes.
+// attributes of the norm, the Swish's alpha), which applies the Swish row by row as it writes.
 bool fuse_groupnorm_swish(IrGraph &g) {
     if (!match::engine_has("GroupNormSwish")) return false;
     Matcher m(g);
