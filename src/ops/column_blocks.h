@@ -30,6 +30,23 @@ inline size_t output_channel_block(size_t rows, size_t reduction, size_t channel
     return std::min(channels, ((channels + blocks - 1) / blocks + kGrain - 1) / kGrain * kGrain);
 }
 
+// The input channels per operator of a convolution whose reduction (kernel height x width x `channels`
+// input channels) is long: all of them, or equal parts, whole multiples of 16 channels, whose partial sums
+// the caller adds. Parts whose 32-column panel of float32 weights (XNNPACK's widest tile, see above) fills
+// at most a quarter of `l2_bytes`; 0 (unknown) or a short reduction: never split.
+//
+// Why: XNNPACK's GEMM kernels run the whole reduction for each tile of rows, so a tile's weight panel
+// streams from L3 when it is long. Split, the panel stays in L2 for every tile of the operator: 3 x 3 over
+// 1280-2560 channels ran 1.3-1.6x faster in 448-channel parts (docs/benchmarks.md, "Long reductions in
+// parts"), where whole 1 x 1 convolutions over 1280 channels lost from splitting.
+inline size_t input_channel_part(size_t taps, size_t channels, size_t l2_bytes) {
+    constexpr size_t kGrain = 16, kPanelBytesPerReduction = 32 * sizeof(float);
+    const size_t longest = l2_bytes / 4 / kPanelBytesPerReduction; // reduction per part
+    if (taps == 0 || longest == 0 || taps * channels <= longest || channels <= kGrain) return channels;
+    const size_t parts = (taps * channels + longest - 1) / longest;
+    return std::min(channels, ((channels + parts - 1) / parts + kGrain - 1) / kGrain * kGrain);
+}
+
 // The blocks of output_channel_block (`block` channels) made a whole multiple of `threads` in number, for
 // running them spread among the threads, each block by one thread: then each thread reads only its own
 // blocks' weights, where XNNPACK's own split of one operator hands every thread row tiles of the same block.

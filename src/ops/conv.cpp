@@ -87,8 +87,10 @@ struct ConvState {
     bool has_bias = false;
     std::shared_ptr<xnn::Conv2dOperator> op;
     std::shared_ptr<xnn::Conv2dF16Operator> op16; // float16 arithmetic
-    // A streamed weight's operators, one per chunk of chunk_rows output channels.
+    // Operators of chunk_rows output channels (a streamed weight's chunks, blocks of a big one), each in
+    // parts of chunk_inputs input channels: chunk by chunk, the parts of a chunk in order.
     int64_t chunk_rows = 0;
+    size_t chunk_inputs = 0;
     std::vector<std::shared_ptr<xnn::Conv2dOperator>> chunks;
 };
 
@@ -126,6 +128,11 @@ void run_conv(const RunContext &ctx, const xnn::Conv2dShape &s, const std::funct
     const xnn::Conv2dShape &shape = pairs ? paired : s;
     std::shared_ptr<ConvState> kept = kept_conv_state(ctx, shape);
     std::shared_ptr<xnn::Conv2dOperator> op = kept ? kept->op : nullptr;
+    if (!op) { // packed before (a packed-weights file): no need to read and convert the kernel
+        xnn::PackingScope lookup(ctx.options().packed_store, ctx.packing_key(1));
+        op = xnn::Conv2dOperator::from_store(lookup, shape, bias != nullptr);
+        if (op && kept) kept->op = op;
+    }
     if (!op) {
         xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(1));
         const Tensor k = kernel();
@@ -146,41 +153,77 @@ void run_conv(const RunContext &ctx, const xnn::Conv2dShape &s, const std::funct
 }
 
 // The float32 convolution in operators of `rows` output channels (the last one fewer), each writing its
-// slice of every output pixel. Their kernel rows are read chunk by chunk from a streamed weight, sliced from
-// the whole OHWI kernel (read once, only if some chunk must be packed) otherwise.
-void run_conv_chunks(const RunContext &ctx, const xnn::Conv2dShape &s, int64_t rows, const float *bias,
-                     const float *in, float *out) {
+// slice of every output pixel, and of `inputs` input channels (column_blocks.h, input_channel_part): the
+// first part of a chunk writes the output with the bias, the others a partial sum added to it. Kernel rows
+// are read chunk by chunk from a streamed weight, sliced from the whole OHWI kernel (read once, only if
+// some operator must be packed) otherwise.
+void run_conv_chunks(const RunContext &ctx, const xnn::Conv2dShape &s, size_t pixels, int64_t rows,
+                     size_t inputs, const float *bias, const float *in, float *out) {
     const int64_t m = static_cast<int64_t>(s.groups * s.group_out);
-    const size_t row_floats = size_t(s.kernel_h) * s.kernel_w * s.group_in;
+    const size_t taps = size_t(s.kernel_h) * s.kernel_w, row_floats = taps * s.group_in;
+    const size_t parts = (s.group_in + inputs - 1) / inputs;
     std::shared_ptr<ConvState> kept = kept_conv_state(ctx, s);
-    if (kept && kept->chunk_rows != rows) {
+    if (kept && (kept->chunk_rows != rows || kept->chunk_inputs != inputs)) {
         kept->chunks.clear();
         kept->chunk_rows = rows;
+        kept->chunk_inputs = inputs;
     }
-    Tensor whole;
-    for (int64_t o0 = 0, index = 0; o0 < m; o0 += rows, ++index) {
+    Tensor whole, partial, part_kernel;
+    for (int64_t o0 = 0, index = 0; o0 < m; o0 += rows) {
         const int64_t o1 = std::min(m, o0 + rows);
-        std::shared_ptr<xnn::Conv2dOperator> op;
-        if (kept && static_cast<size_t>(index) < kept->chunks.size()) op = kept->chunks[static_cast<size_t>(index)];
-        if (!op) {
-            xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(1, o0));
-            Tensor kernel_rows;
-            const float *kernel = nullptr;
-            if (ctx.is_streamed(1)) {
-                kernel_rows = ctx.kernel_weight(1, ctx.read_weight_rows(1, o0, o1), o0);
-                kernel = kernel_rows.data<float>();
-            } else {
-                if (whole.empty()) whole = ctx.kernel_weight(1, ctx.input(1), 0);
-                kernel = whole.data<float>() + static_cast<size_t>(o0) * row_floats;
+        const size_t width = static_cast<size_t>(o1 - o0);
+        Tensor kernel_rows;
+        const float *kernel = nullptr; // the chunk's OHWI rows, read when one of its parts must be packed
+        for (size_t part = 0, i0 = 0; part < parts; ++part, i0 += inputs, ++index) {
+            const size_t used = std::min(inputs, s.group_in - i0);
+            std::shared_ptr<xnn::Conv2dOperator> op;
+            if (kept && static_cast<size_t>(index) < kept->chunks.size()) op = kept->chunks[static_cast<size_t>(index)];
+            xnn::Conv2dShape shape = s;
+            shape.group_out = width / s.groups;
+            shape.group_in = used;
+            shape.input_pixel_stride = parts > 1 ? s.group_in : 0;
+            shape.output_pixel_stride = part == 0 ? static_cast<size_t>(m) : width;
+            const float *part_bias = part == 0 && bias ? bias + o0 : nullptr;
+            const uint64_t key = ctx.packing_key(1, o0, i0);
+            if (!op) { // packed before (a packed-weights file): no need to read and convert the kernel rows
+                xnn::PackingScope lookup(ctx.options().packed_store, key);
+                op = xnn::Conv2dOperator::from_store(lookup, shape, part_bias != nullptr);
+                if (op && kept) kept->chunks.push_back(op);
             }
-            xnn::Conv2dShape part = s;
-            part.group_out = static_cast<size_t>(o1 - o0) / s.groups;
-            part.output_pixel_stride = static_cast<size_t>(m);
-            op = std::make_shared<xnn::Conv2dOperator>(part, kernel, bias ? bias + o0 : nullptr);
-            if (kept) kept->chunks.push_back(op);
+            if (!op) {
+                xnn::PackingScope packing(ctx.options().packed_store, key);
+                if (!kernel && ctx.is_streamed(1)) {
+                    kernel_rows = ctx.kernel_weight(1, ctx.read_weight_rows(1, o0, o1), o0);
+                    kernel = kernel_rows.data<float>();
+                } else if (!kernel) {
+                    if (whole.empty()) whole = ctx.kernel_weight(1, ctx.input(1), 0);
+                    kernel = whole.data<float>() + static_cast<size_t>(o0) * row_floats;
+                }
+                const float *part_rows = kernel;
+                if (parts > 1) { // this part's input channels of every kernel row and tap
+                    if (part_kernel.empty())
+                        part_kernel = ctx.scratch(DType::F32, {static_cast<int64_t>(size_t(rows) * taps * inputs)});
+                    float *to = part_kernel.data<float>();
+                    for (size_t r = 0; r < width * taps; ++r)
+                        std::copy_n(kernel + r * s.group_in + i0, used, to + r * used);
+                    part_rows = to;
+                }
+                op = std::make_shared<xnn::Conv2dOperator>(shape, part_rows, part_bias);
+                if (kept) kept->chunks.push_back(op);
+            }
+            if (part == 0) {
+                op->run(s.batch, s.in_h, s.in_w, in, out + o0, ctx.pool());
+            } else {
+                if (partial.empty()) partial = ctx.scratch(DType::F32, {static_cast<int64_t>(pixels * size_t(rows))});
+                const float *sum = partial.data<float>();
+                op->run(s.batch, s.in_h, s.in_w, in + i0, partial.data<float>(), ctx.pool());
+                for (size_t p = 0; p < pixels; ++p, sum += width) {
+                    float *to = out + p * static_cast<size_t>(m) + o0;
+                    for (size_t c = 0; c < width; ++c) to[c] += sum[c];
+                }
+            }
+            if (kept) op->release_weight_pages();
         }
-        op->run(s.batch, s.in_h, s.in_w, in, out + o0, ctx.pool());
-        if (kept) op->release_weight_pages();
     }
 }
 
@@ -482,15 +525,17 @@ void conv_run(RunContext &ctx) {
         // weight's (run_conv), and a kept chunk's rows are not read again.
         const bool streamed = ctx.is_streamed(1);
         int64_t rows = static_cast<int64_t>(m);
+        size_t inputs = group_in;
         if (g.group == 1) {
-            const size_t reduction = size_t(s.kernel_h) * s.kernel_w * group_in;
-            rows = static_cast<int64_t>(output_channel_block(n * out_hw, reduction, m, channel_block_l2_bytes()));
+            const size_t taps = size_t(s.kernel_h) * s.kernel_w;
+            inputs = input_channel_part(taps, group_in, channel_block_l2_bytes());
+            rows = static_cast<int64_t>(output_channel_block(n * out_hw, taps * inputs, m, channel_block_l2_bytes()));
             if (streamed) rows = std::min(rows, ctx.weight_chunk_rows(1));
         }
-        if (!streamed && rows >= static_cast<int64_t>(m))
+        if (!streamed && rows >= static_cast<int64_t>(m) && inputs == group_in)
             run_conv(ctx, s, [&] { return ctx.kernel_weight(1, w, 0); }, bias, in, out);
         else
-            run_conv_chunks(ctx, s, rows, bias, in, out);
+            run_conv_chunks(ctx, s, n * out_hw, rows, inputs, bias, in, out);
     }
     finish_output(ctx, y, n, m, out_hw, out_holder);
 }

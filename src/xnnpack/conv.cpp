@@ -5,6 +5,7 @@
 #include <cpuinfo.h>
 
 #include "xnnpack/compat.h"
+#include "xnnpack/weights_cache.h"
 
 namespace onnxstream::xnn {
 
@@ -22,19 +23,42 @@ struct Conv2dOperator::Impl {
     Workspace workspace;
 };
 
-Conv2dOperator::Conv2dOperator(const Conv2dShape &s, const float *kernel, const float *bias) {
+namespace {
+enum xnn_status create_conv_f32(const Conv2dShape &s, const float *kernel, const float *bias, xnn_operator_t *out) {
     ensure_initialized();
     const float inf = std::numeric_limits<float>::infinity();
     const size_t channels_in = s.input_pixel_stride ? s.input_pixel_stride : s.groups * s.group_in;
     const size_t channels_out = s.output_pixel_stride ? s.output_pixel_stride : s.groups * s.group_out;
+    return create_operator(xnn_create_convolution2d_nhwc_f32, "xnn_create_convolution2d_nhwc_f32", out, s.pad_top,
+                           s.pad_right, s.pad_bottom, s.pad_left, s.kernel_h, s.kernel_w, s.stride_h, s.stride_w,
+                           s.dilation_h, s.dilation_w, s.groups, s.group_in, s.group_out, channels_in, channels_out,
+                           kernel, bias, -inf, inf, operator_flags());
+}
+} // namespace
+
+Conv2dOperator::Conv2dOperator(const Conv2dShape &s, const float *kernel, const float *bias) {
     xnn_operator_t raw = nullptr;
-    check(create_operator(xnn_create_convolution2d_nhwc_f32, "xnn_create_convolution2d_nhwc_f32", &raw, s.pad_top, s.pad_right, s.pad_bottom,
-                          s.pad_left, s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.dilation_h, s.dilation_w,
-                          s.groups, s.group_in, s.group_out, channels_in, channels_out, kernel, bias, -inf, inf,
-                          operator_flags()),
-          "xnn_create_convolution2d_nhwc_f32");
+    check(create_conv_f32(s, kernel, bias, &raw), "xnn_create_convolution2d_nhwc_f32");
     impl_ = std::make_unique<Impl>();
     impl_->op.reset(raw);
+}
+
+std::shared_ptr<Conv2dOperator> Conv2dOperator::from_store(PackingScope &packing, const Conv2dShape &s,
+                                                           bool has_bias) {
+    // Without a lookup through this scope XNNPACK would pack from the stand-in pointers below.
+    if (!packing.will_look_up()) return nullptr;
+    // Stand-ins for the kernel and bias, never read: a hit maps the stored bytes, a miss stops at the
+    // refused packing buffer before reading anything.
+    static const float stand_in[1] = {0.0f};
+    packing.look_up_only = true;
+    xnn_operator_t raw = nullptr;
+    const enum xnn_status status = create_conv_f32(s, stand_in, has_bias ? stand_in : nullptr, &raw);
+    packing.look_up_only = false;
+    if (status != xnn_status_success || !raw) return nullptr;
+    std::shared_ptr<Conv2dOperator> op(new Conv2dOperator());
+    op->impl_ = std::make_unique<Impl>();
+    op->impl_->op.reset(raw);
+    return op;
 }
 
 Conv2dOperator::~Conv2dOperator() = default;

@@ -10,6 +10,8 @@
 
 namespace onnxstream::xnn {
 
+class PackingScope;
+
 struct Conv2dShape {
     size_t batch = 1, in_h = 1, in_w = 1;
     uint32_t kernel_h = 1, kernel_w = 1;
@@ -46,6 +48,10 @@ void conv2d_nhwc_f32(const Conv2dShape &s, const float *input, const float *kern
 class Conv2dOperator {
 public:
     Conv2dOperator(const Conv2dShape &s, const float *kernel, const float *bias);
+    // The operator whose packed weights `packing` finds in its store, without the kernel itself; null when
+    // the store does not hold them (or there is no store: builds against the 2022 API, a scope without
+    // one). The bias is only said to be present or not: the packed bytes carry it.
+    static std::shared_ptr<Conv2dOperator> from_store(PackingScope &packing, const Conv2dShape &s, bool has_bias);
     ~Conv2dOperator();
     Conv2dOperator(const Conv2dOperator &) = delete;
     Conv2dOperator &operator=(const Conv2dOperator &) = delete;
@@ -55,6 +61,7 @@ public:
     void release_weight_pages();
 
 private:
+    Conv2dOperator() = default;
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };

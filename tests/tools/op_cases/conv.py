@@ -53,6 +53,12 @@ conv("conv2d_1x1_chunked", (2, 32, 10, 10), (24, 32, 1, 1), chunk_bytes=512)
 conv("conv2d_channel_blocks", (1, 256, 12, 12), (160, 256, 3, 3), pads=[1, 1, 1, 1], atol=2e-4)
 conv("conv2d_channel_blocks_streamed", (1, 256, 9, 10), (160, 256, 3, 3), pads=[1, 1, 1, 1], atol=2e-4,
      chunk_bytes=1 << 20)
+# A long reduction (3 x 3 over 1000 input channels): on x86, operators of a part of the input channels
+# each, their partial sums added (src/ops/column_blocks.h, input_channel_part), the last part shorter; whole,
+# streamed in output-channel chunks, and kept from run to run.
+conv("conv2d_long_reduction", (1, 1000, 5, 6), (72, 1000, 3, 3), pads=[1, 1, 1, 1], atol=5e-4, rtol=5e-4)
+conv("conv2d_long_reduction_streamed", (1, 1000, 4, 4), (40, 1000, 3, 3), pads=[1, 1, 1, 1], atol=5e-4,
+     rtol=5e-4, chunk_bytes=1 << 20)
 conv("conv2d_even_kernel", (1, 5, 10, 10), (6, 5, 4, 4), pads=[1, 2, 2, 1])
 conv("conv2d_batch3", (3, 6, 9, 9), (10, 6, 3, 3), pads=[1, 1, 1, 1])
 conv("conv2d_single_in_channel", (2, 1, 14, 14), (6, 1, 3, 3), pads=[1, 1, 1, 1])
