@@ -17,7 +17,7 @@ func TestVersion(t *testing.T) {
 	if major, minor, patch := Version(); major != 0 || minor != 23 || patch != 0 {
 		t.Fatalf("Version() = %d.%d.%d", major, minor, patch)
 	}
-	if VersionString() != "0.23.0" {
+	if VersionString() != "0.24.0" {
 		t.Fatalf("VersionString() = %q", VersionString())
 	}
 }
