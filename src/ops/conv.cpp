@@ -13,6 +13,7 @@
 #include "ops/column_blocks.h"
 #include "ops/conv_paired.h"
 #include "ops/layout.h"
+#include "ops/matmul_kernels.h"
 #include "ops/quantize.h"
 #include "ops/registry.h"
 #include "ops/window_geometry.h"
@@ -118,6 +119,14 @@ std::shared_ptr<ConvState> kept_conv_state(const RunContext &ctx, const xnn::Con
     return state;
 }
 
+// The operator packed before under `key` (a packed-weights file), created without reading or converting its
+// kernel; null when the store does not hold it.
+std::shared_ptr<xnn::Conv2dOperator> stored_conv(const RunContext &ctx, uint64_t key, const xnn::Conv2dShape &s,
+                                                 bool has_bias) {
+    xnn::PackingScope lookup(ctx.options().packed_store, key);
+    return xnn::Conv2dOperator::from_store(lookup, s, has_bias);
+}
+
 // Runs the whole-weight convolution, through the node's kept operator when it may keep one. `kernel`
 // gives the OHWI float32 kernel; it is only asked for when an operator is created, so a kept one costs
 // no conversion of its weight.
@@ -128,11 +137,8 @@ void run_conv(const RunContext &ctx, const xnn::Conv2dShape &s, const std::funct
     const xnn::Conv2dShape &shape = pairs ? paired : s;
     std::shared_ptr<ConvState> kept = kept_conv_state(ctx, shape);
     std::shared_ptr<xnn::Conv2dOperator> op = kept ? kept->op : nullptr;
-    if (!op) { // packed before (a packed-weights file): no need to read and convert the kernel
-        xnn::PackingScope lookup(ctx.options().packed_store, ctx.packing_key(1));
-        op = xnn::Conv2dOperator::from_store(lookup, shape, bias != nullptr);
-        if (op && kept) kept->op = op;
-    }
+    if (!op) op = stored_conv(ctx, ctx.packing_key(1), shape, bias != nullptr);
+    if (op && kept) kept->op = op;
     if (!op) {
         xnn::PackingScope packing(ctx.options().packed_store, ctx.packing_key(1));
         const Tensor k = kernel();
@@ -168,16 +174,15 @@ void run_conv_chunks(const RunContext &ctx, const xnn::Conv2dShape &s, size_t pi
         kept->chunk_rows = rows;
         kept->chunk_inputs = inputs;
     }
-    Tensor whole, partial, part_kernel;
+    Tensor whole, part_kernel;
     for (int64_t o0 = 0, index = 0; o0 < m; o0 += rows) {
         const int64_t o1 = std::min(m, o0 + rows);
         const size_t width = static_cast<size_t>(o1 - o0);
+        ChunkSum sum(ctx, out + o0, pixels, width, static_cast<size_t>(m));
         Tensor kernel_rows;
         const float *kernel = nullptr; // the chunk's OHWI rows, read when one of its parts must be packed
         for (size_t part = 0, i0 = 0; part < parts; ++part, i0 += inputs, ++index) {
             const size_t used = std::min(inputs, s.group_in - i0);
-            std::shared_ptr<xnn::Conv2dOperator> op;
-            if (kept && static_cast<size_t>(index) < kept->chunks.size()) op = kept->chunks[static_cast<size_t>(index)];
             xnn::Conv2dShape shape = s;
             shape.group_out = width / s.groups;
             shape.group_in = used;
@@ -185,43 +190,34 @@ void run_conv_chunks(const RunContext &ctx, const xnn::Conv2dShape &s, size_t pi
             shape.output_pixel_stride = part == 0 ? static_cast<size_t>(m) : width;
             const float *part_bias = part == 0 && bias ? bias + o0 : nullptr;
             const uint64_t key = ctx.packing_key(1, o0, i0);
-            if (!op) { // packed before (a packed-weights file): no need to read and convert the kernel rows
-                xnn::PackingScope lookup(ctx.options().packed_store, key);
-                op = xnn::Conv2dOperator::from_store(lookup, shape, part_bias != nullptr);
-                if (op && kept) kept->chunks.push_back(op);
-            }
+            std::shared_ptr<xnn::Conv2dOperator> op;
+            if (kept && static_cast<size_t>(index) < kept->chunks.size()) op = kept->chunks[static_cast<size_t>(index)];
             if (!op) {
-                xnn::PackingScope packing(ctx.options().packed_store, key);
-                if (!kernel && ctx.is_streamed(1)) {
-                    kernel_rows = ctx.kernel_weight(1, ctx.read_weight_rows(1, o0, o1), o0);
-                    kernel = kernel_rows.data<float>();
-                } else if (!kernel) {
-                    if (whole.empty()) whole = ctx.kernel_weight(1, ctx.input(1), 0);
-                    kernel = whole.data<float>() + static_cast<size_t>(o0) * row_floats;
+                op = stored_conv(ctx, key, shape, part_bias != nullptr);
+                if (!op) {
+                    xnn::PackingScope packing(ctx.options().packed_store, key);
+                    if (!kernel && ctx.is_streamed(1)) {
+                        kernel_rows = ctx.kernel_weight(1, ctx.read_weight_rows(1, o0, o1), o0);
+                        kernel = kernel_rows.data<float>();
+                    } else if (!kernel) {
+                        if (whole.empty()) whole = ctx.kernel_weight(1, ctx.input(1), 0);
+                        kernel = whole.data<float>() + static_cast<size_t>(o0) * row_floats;
+                    }
+                    const float *part_rows = kernel;
+                    if (parts > 1) { // this part's input channels of every kernel row and tap
+                        if (part_kernel.empty())
+                            part_kernel = ctx.scratch(DType::F32, {static_cast<int64_t>(size_t(rows) * taps * inputs)});
+                        float *to = part_kernel.data<float>();
+                        for (size_t r = 0; r < width * taps; ++r)
+                            std::copy_n(kernel + r * s.group_in + i0, used, to + r * used);
+                        part_rows = to;
+                    }
+                    op = std::make_shared<xnn::Conv2dOperator>(shape, part_rows, part_bias);
                 }
-                const float *part_rows = kernel;
-                if (parts > 1) { // this part's input channels of every kernel row and tap
-                    if (part_kernel.empty())
-                        part_kernel = ctx.scratch(DType::F32, {static_cast<int64_t>(size_t(rows) * taps * inputs)});
-                    float *to = part_kernel.data<float>();
-                    for (size_t r = 0; r < width * taps; ++r)
-                        std::copy_n(kernel + r * s.group_in + i0, used, to + r * used);
-                    part_rows = to;
-                }
-                op = std::make_shared<xnn::Conv2dOperator>(shape, part_rows, part_bias);
                 if (kept) kept->chunks.push_back(op);
             }
-            if (part == 0) {
-                op->run(s.batch, s.in_h, s.in_w, in, out + o0, ctx.pool());
-            } else {
-                if (partial.empty()) partial = ctx.scratch(DType::F32, {static_cast<int64_t>(pixels * size_t(rows))});
-                const float *sum = partial.data<float>();
-                op->run(s.batch, s.in_h, s.in_w, in + i0, partial.data<float>(), ctx.pool());
-                for (size_t p = 0; p < pixels; ++p, sum += width) {
-                    float *to = out + p * static_cast<size_t>(m) + o0;
-                    for (size_t c = 0; c < width; ++c) to[c] += sum[c];
-                }
-            }
+            op->run(s.batch, s.in_h, s.in_w, in + i0, sum.target(part == 0), ctx.pool());
+            sum.add(part == 0);
             if (kept) op->release_weight_pages();
         }
     }

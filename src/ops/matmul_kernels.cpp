@@ -51,8 +51,16 @@ void ChunkSum::add(bool first_chunk) {
     if (first_chunk) return;
     const float *p = partial_.data<float>();
     float *y = y_;
-    parallel_for(ctx_.pool(), count_, 1 << 15, [&](size_t b, size_t e) {
-        for (size_t i = b; i < e; ++i) y[i] += p[i];
+    if (y_stride_ == width_ || width_ == 0) {
+        parallel_for(ctx_.pool(), count_, 1 << 15, [&](size_t b, size_t e) {
+            for (size_t i = b; i < e; ++i) y[i] += p[i];
+        });
+        return;
+    }
+    const size_t width = width_, stride = y_stride_;
+    parallel_for(ctx_.pool(), count_ / width, std::max<size_t>(1, (size_t(1) << 15) / width), [&](size_t b, size_t e) {
+        for (size_t r = b; r < e; ++r)
+            for (size_t c = 0; c < width; ++c) y[r * stride + c] += p[r * width + c];
     });
 }
 

@@ -18,11 +18,15 @@ namespace onnxstream {
 // A padded float32 copy of float16 tensor t: these ops compute float16 in float32.
 Tensor f32_copy_of_f16(const RunContext &ctx, const Tensor &t);
 
-// A float32 product summed over chunks of K into y[count] (a weight streamed in row chunks): the first chunk
-// writes y itself, each later one a scratch buffer, made on first use, that add() sums into y.
+// A float32 product summed over chunks of K into y[count] (a weight streamed in row chunks, a convolution's
+// parts of its input channels): the first chunk writes y itself, each later one a scratch buffer, made on
+// first use, that add() sums into y. With a row stride, y is `rows` rows of `width` values `y_stride`
+// apart (a block of output columns) and the scratch buffer holds them without gaps.
 class ChunkSum {
 public:
-    ChunkSum(const RunContext &ctx, float *y, size_t count) : ctx_(ctx), y_(y), count_(count) {}
+    ChunkSum(const RunContext &ctx, float *y, size_t count) : ChunkSum(ctx, y, 1, count, count) {}
+    ChunkSum(const RunContext &ctx, float *y, size_t rows, size_t width, size_t y_stride)
+        : ctx_(ctx), y_(y), count_(rows * width), width_(width), y_stride_(y_stride) {}
     // Where the chunk's product goes: y for the first chunk, the scratch buffer for the others.
     float *target(bool first_chunk);
     // Sums the product just written to target(first_chunk) into y (nothing to do for the first chunk).
@@ -31,7 +35,7 @@ public:
 private:
     const RunContext &ctx_;
     float *y_;
-    size_t count_;
+    size_t count_, width_, y_stride_;
     Tensor partial_;
 };
 

@@ -45,16 +45,11 @@ Conv2dOperator::Conv2dOperator(const Conv2dShape &s, const float *kernel, const 
 
 std::shared_ptr<Conv2dOperator> Conv2dOperator::from_store(PackingScope &packing, const Conv2dShape &s,
                                                            bool has_bias) {
-    // Without a lookup through this scope XNNPACK would pack from the stand-in pointers below.
-    if (!packing.will_look_up()) return nullptr;
-    // Stand-ins for the kernel and bias, never read: a hit maps the stored bytes, a miss stops at the
-    // refused packing buffer before reading anything.
-    static const float stand_in[1] = {0.0f};
-    packing.look_up_only = true;
     xnn_operator_t raw = nullptr;
-    const enum xnn_status status = create_conv_f32(s, stand_in, has_bias ? stand_in : nullptr, &raw);
-    packing.look_up_only = false;
-    if (status != xnn_status_success || !raw) return nullptr;
+    const bool created = create_from_store(packing, [&](const float *stand_in) {
+        return create_conv_f32(s, stand_in, has_bias ? stand_in : nullptr, &raw) == xnn_status_success && raw;
+    });
+    if (!created) return nullptr;
     std::shared_ptr<Conv2dOperator> op(new Conv2dOperator());
     op->impl_ = std::make_unique<Impl>();
     op->impl_->op.reset(raw);

@@ -30,17 +30,13 @@ FullyConnectedF32::FullyConnectedF32(size_t k, size_t n, const float *weight, bo
 std::shared_ptr<FullyConnectedF32> FullyConnectedF32::from_store(PackingScope &packing, size_t k, size_t n,
                                                                 bool weight_kn, bool has_bias, size_t x_stride,
                                                                 size_t y_stride) {
-    // Without a lookup through this scope XNNPACK would pack from the stand-in pointers below.
-    if (!packing.will_look_up()) return nullptr;
-    // Stand-ins for the weight and bias, never read: a hit maps the stored bytes, a miss stops at the
-    // refused packing buffer before reading anything.
-    static const float stand_in[1] = {0.0f};
-    packing.look_up_only = true;
     xnn_operator_t op = nullptr;
-    const enum xnn_status status =
-        create_f32(&op, k, n, stand_in, weight_kn, has_bias ? stand_in : nullptr, x_stride, y_stride);
-    packing.look_up_only = false;
-    if (status != xnn_status_success || !op) return nullptr;
+    const bool created = create_from_store(packing, [&](const float *stand_in) {
+        return create_f32(&op, k, n, stand_in, weight_kn, has_bias ? stand_in : nullptr, x_stride, y_stride) ==
+                   xnn_status_success &&
+               op;
+    });
+    if (!created) return nullptr;
     std::shared_ptr<FullyConnectedF32> fc(new FullyConnectedF32());
     fc->op_.reset(op);
     return fc;

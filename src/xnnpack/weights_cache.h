@@ -66,11 +66,24 @@ public:
     const void *held_address = nullptr;
     bool failed = false;       // the store failed to take the packed weights (out of memory)
     // Only what the store holds: XNNPACK's request for a packing buffer is refused, so creation fails
-    // instead of packing (and never reads the weight it was given). See FullyConnectedF32::from_store.
+    // instead of packing (and never reads the weight it was given). See create_from_store.
     bool look_up_only = false;
     void *reserved = nullptr;  // XNNPACK's packing buffer (reserve_space), freed with the scope
     PackingScope *previous;
 };
+
+// Creates an operator from what `packing`'s store holds, without its weight: create(stand_in) must create
+// it with stand_in for every weight and bias pointer. A hit maps the stored bytes; a miss stops at the
+// refused packing buffer before reading anything. Returns create's result, or false without calling it
+// when the scope will not look up (XNNPACK would then pack from the stand-ins).
+template <typename Create> bool create_from_store(PackingScope &packing, Create &&create) {
+    if (!packing.will_look_up()) return false;
+    static const float stand_in[1] = {0.0f};
+    packing.look_up_only = true;
+    const bool created = create(static_cast<const float *>(stand_in));
+    packing.look_up_only = false;
+    return created;
+}
 
 // Mixes one creation argument into a key: integers and enums by value, floats by bits; pointers (the
 // weight, bias and scale data the scope's key stands for) are left out.
