@@ -55,6 +55,8 @@ ModelOptions model_options_from(const onnxstream_model_options_t &o) {
         // holds them): the full-size VAE decoder faulted in 1.1 GB of fresh pages per run without.
         m.keep_run_pages = true;
         m.kept_kernel_bytes = 24 * MiB;
+        // Weights of up to 64 KiB from the weights cache keep their pages between runs (weights/weight_cache.h).
+        m.kept_small_weight_bytes = 64 * 1024;
         break;
     }
     // The user's explicit choices: AUTO / 0 mean "from the mode"; weight_chunk_bytes UINT64_MAX = never chunk,

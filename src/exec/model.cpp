@@ -142,6 +142,7 @@ void Model::load(const std::string &text, const std::string &weights_dir, const 
         // built-in provider. max-speed keeps the mapped pages between runs.
         WeightCacheOptions co;
         co.keep_pages_mapped = options_.provider == ONNXSTREAM_PROVIDER_RAM;
+        co.kept_small_weight_bytes = options_.kept_small_weight_bytes;
         std::unique_ptr<WeightsProvider> inner = std::move(provider_);
         std::unique_ptr<WeightCacheProvider> cache;
         try {

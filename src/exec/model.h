@@ -30,6 +30,9 @@ struct ModelOptions {
     // Bytes of prepared kernels ops may keep between runs when the provider is not the RAM one (which keeps
     // every op's): exec/kept_kernels.h. 0 = none.
     uint64_t kept_kernel_bytes = 0;
+    // Weights the persistent weights cache serves that keep their pages mapped between runs when of at most
+    // this size (WeightCacheOptions::kept_small_weight_bytes). 0 = none.
+    uint64_t kept_small_weight_bytes = 0;
     RunOptions run; // memory/speed choices handed to ops
     std::string cache_path; // persistent prepared-weights cache ("" = none)
     uint64_t max_bytes = 0; // limit of the tracked allocator (0 = none)

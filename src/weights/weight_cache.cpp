@@ -112,7 +112,7 @@ private:
         uint8_t *p = static_cast<uint8_t *>(map_->base) + offset;
         std::shared_ptr<Mapping> keep = map_;
         std::function<void()> release = [keep]() {};
-        if (!options_.keep_pages_mapped && bytes > 0) {
+        if (!options_.keep_pages_mapped && bytes > options_.kept_small_weight_bytes) {
             // Dropping a page another live tensor shares is harmless: it faults back in from the page cache.
             const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
             const uint64_t first = offset / page * page, last = align_up(offset + bytes, page);

@@ -65,6 +65,12 @@ struct WeightCacheOptions {
     // cost of minor page faults when they are used again. true: pages stay mapped between runs (no
     // faults, but RSS grows to the whole file as it is touched; the pages are still file-backed).
     bool keep_pages_mapped = false;
+    // With keep_pages_mapped false: a served weight of at most this many bytes keeps its pages mapped all
+    // the same (a bias, a norm's scale, a shape). Their pages add little to RSS, while dropping them costs a
+    // system call and a TLB flush on the process's other cores, per weight and run, which for the SD 1.5
+    // text encoder's 220 small weights was a measurable part of its run (docs/benchmarks.md, "Small weights
+    // keep their pages").
+    uint64_t kept_small_weight_bytes = 0;
 };
 
 class WeightCacheProvider : public WeightsProvider {

@@ -335,10 +335,14 @@ TEST_F(F16Cache, KeepPagesMappedServesTheSame) {
     Model model(o);
     model.load_file(dir_);
     Allocator alloc;
-    WeightCacheOptions keep, drop;
+    WeightCacheOptions keep, drop, keep_small;
     keep.keep_pages_mapped = true;
+    keep_small.kept_small_weight_bytes = 64;
     auto a = make_weight_cache_provider(make_nocache_provider(), dir_ + "/c.oswc", model.graph(), text_, dir_, keep);
     auto b = make_weight_cache_provider(make_nocache_provider(), dir_ + "/c.oswc", model.graph(), text_, dir_, drop);
+    auto c = make_weight_cache_provider(make_nocache_provider(), dir_ + "/c.oswc", model.graph(), text_, dir_,
+                                        keep_small);
+    size_t small = 0, big = 0;
     for (const Node &node : model.graph().nodes())
         for (const NodeInput &in : node.inputs) {
             if (in.kind != NodeInput::Weight) continue;
@@ -350,7 +354,15 @@ TEST_F(F16Cache, KeepPagesMappedServesTheSame) {
             y = Tensor();
             Tensor z = b->fetch(in.weight, alloc);
             EXPECT_EQ(std::string(static_cast<const char *>(z.raw()), z.byte_size()), before);
+            // Small weights keep their pages, bigger ones drop them, in c: the same bytes on every fetch.
+            (x.byte_size() <= keep_small.kept_small_weight_bytes ? small : big) += 1;
+            for (int again = 0; again < 2; ++again) {
+                Tensor s = c->fetch(in.weight, alloc);
+                EXPECT_EQ(std::string(static_cast<const char *>(s.raw()), s.byte_size()), before);
+            }
         }
+    EXPECT_GT(small, 0u);
+    EXPECT_GT(big, 0u);
 }
 
 TEST_F(F16Cache, ChangedContentRebuildsAndIsServed) {
