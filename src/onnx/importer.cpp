@@ -403,9 +403,13 @@ int simplify(IrGraph &g, ConstantEvaluator &evaluator, const FoldLimits &limits,
         changed |= settle_guards(g);
         // Only Ifs that no folding can decide are left: run them in the engine, branches guarded, and
         // simplify the branches' nodes with the rest of the graph.
-        if (!changed && !flatten_ifs(g)) return round;
+        if (!changed && !flatten_ifs(g)) {
+            fuse_matmul_bias(g); // after the fusions that match MatMul + Add (GEGLU, LayerNorm's users)
+            return round;
+        }
     }
     infer_types(g);
+    fuse_matmul_bias(g); // keeps every value's type: the fused MatMul's output is the Add's
     return kMaxRounds;
 }
 

@@ -451,8 +451,24 @@ MatMulShapes matmul_shapes(const InferContext *ictx, const Shape &a, const Shape
     return s;
 }
 
+// Beyond ONNX: an optional third input, a bias of one value per output column ([N], or [1, ..., N] no longer
+// than Y's rank), added inside the fully connected kernel. onnxstream-convert fuses MatMul + Add(bias) into
+// it for activations of rank 3 and up (2-D ones become Gemm); B must be a 2-D matrix (float or quantized).
+void check_matmul_bias(const InferContext &ctx, const TensorInfo &a, const TensorInfo &b, const Shape &y) {
+    const TensorInfo &c = ctx.input(2);
+    if (a.dtype != DType::F32 && a.dtype != DType::F16)
+        ctx.error("a MatMul bias needs a float A, not ", dtype_name(a.dtype));
+    if (b.shape.size() != 2) ctx.error("a MatMul bias needs a 2-D B, not ", shape_str(b.shape));
+    if (c.dtype != a.dtype && !widened_weight(a.dtype, c.dtype))
+        ctx.error("the bias is ", dtype_name(c.dtype), " but A is ", dtype_name(a.dtype));
+    const int64_t n = b.shape[1];
+    bool column = !c.shape.empty() && c.shape.size() <= y.size() && c.shape.back() == n;
+    for (size_t i = 0; column && i + 1 < c.shape.size(); ++i) column = c.shape[i] == 1;
+    if (!column) ctx.error("the bias ", shape_str(c.shape), " is not one value per output column (", n, ")");
+}
+
 std::vector<TensorInfo> infer_matmul(const InferContext &ctx) {
-    ctx.require_inputs(2, 2);
+    ctx.require_inputs(2, 3);
     ctx.require_dtype(0, {DType::F32, DType::F16, DType::I64, DType::I32});
     const TensorInfo &a = ctx.input(0), &b = ctx.input(1);
     if (a.dtype != b.dtype && !widened_weight(a, b))
@@ -460,7 +476,19 @@ std::vector<TensorInfo> infer_matmul(const InferContext &ctx) {
                   "; MatMul needs one dtype (or float32 A with a float16 or quantized B)");
     if (b.quant.blockwise() && b.quant.axis != 0)
         ctx.error("an int4 B [K, N] must have its blocks along axis 0 (K), not ", b.quant.axis);
-    return {TensorInfo{a.dtype, matmul_shapes(&ctx, a.shape, b.shape).y, {}}};
+    Shape y = matmul_shapes(&ctx, a.shape, b.shape).y;
+    if (ctx.has_input(2)) check_matmul_bias(ctx, a, b, y);
+    return {TensorInfo{a.dtype, std::move(y), {}}};
+}
+
+// The bias input of a MatMul as float32 (empty when absent).
+std::vector<float> matmul_bias(const RunContext &ctx) {
+    if (!ctx.has_input(2)) return {};
+    const Tensor &c = ctx.input(2);
+    std::vector<float> bias(static_cast<size_t>(c.numel()));
+    if (c.dtype() == DType::F16) half_to_float_n(c.data<uint16_t>(), bias.data(), bias.size());
+    else std::memcpy(bias.data(), c.raw(), bias.size() * sizeof(float));
+    return bias;
 }
 
 // MatMul with a blockwise int4 B: a 2-D weight whatever A's batch dimensions.
@@ -471,8 +499,16 @@ void run_matmul_int4(RunContext &ctx) {
     const float *ap = as_f32(ctx, a, a_holder);
     float *yp = out_f32(ctx, y, y_holder);
     const size_t rows = static_cast<size_t>(a.numel() / a.dim(a.rank() - 1));
-    fc_weight_int4(ctx, 1, ap, rows, nullptr, yp);
+    const std::vector<float> bias = matmul_bias(ctx);
+    fc_weight_int4(ctx, 1, ap, rows, bias.empty() ? nullptr : bias.data(), yp);
     if (!y_holder.empty()) store_f32_output(ctx, y, y_holder);
+}
+
+// y (rows of bias.size() values) += bias, row by row; nothing when the bias is empty.
+void add_column_bias(float *y, size_t count, const std::vector<float> &bias) {
+    if (bias.empty()) return;
+    for (size_t i = 0; i < count; i += bias.size())
+        for (size_t j = 0; j < bias.size(); ++j) y[i + j] += bias[j];
 }
 
 void run_matmul(RunContext &ctx) {
@@ -491,26 +527,34 @@ void run_matmul(RunContext &ctx) {
     if (fc && s.b_batch.empty()) {
         // A 2-D weight: one fully connected product over every row of A (streamed in chunks when big).
         const size_t rows = static_cast<size_t>(shape_numel(s.a_batch) * s.m);
+        const std::vector<float> bias = matmul_bias(ctx);
+        const float *bp = bias.empty() ? nullptr : bias.data();
         if (ctx.options().fp16_arithmetic && a.dtype() == DType::F16 && y.numel() > 0 && s.k > 0) {
             if (fc_weight_f16(ctx, 1, a.data<uint16_t>(), rows, static_cast<size_t>(s.k),
-                              static_cast<size_t>(s.n), true, nullptr, y.data<uint16_t>()))
+                              static_cast<size_t>(s.n), true, bp, y.data<uint16_t>()))
                 return;
         }
         Tensor a_holder, y_holder;
         const float *ap = as_f32(ctx, a, a_holder);
         float *yp = out_f32(ctx, y, y_holder);
-        if (y.numel() > 0 && s.k > 0)
-            fc_weight(ctx, 1, ap, rows, static_cast<size_t>(s.k), static_cast<size_t>(s.n), true, nullptr, yp);
-        else
-            std::fill(yp, yp + y.numel(), 0.0f);
+        if (y.numel() > 0 && s.k > 0) {
+            fc_weight(ctx, 1, ap, rows, static_cast<size_t>(s.k), static_cast<size_t>(s.n), true, bp, yp);
+        } else {
+            for (size_t r = 0; r < rows; ++r)
+                for (size_t j = 0; j < static_cast<size_t>(s.n); ++j) yp[r * s.n + j] = bp ? bp[j] : 0.0f;
+        }
         if (!y_holder.empty()) store_f32_output(ctx, y, y_holder);
         return;
     }
+    // A bias is only taken beside a 2-D float weight, which takes the fully connected path above; a model
+    // that gives one to a B of another kind (a graph input) gets it added here.
+    const std::vector<float> late_bias = matmul_bias(ctx);
     switch (a.dtype()) {
     case DType::F32: {
         const Tensor b32 = ctx.kernel_weight(1, b, 0);
         matmul_f32(a.data<float>(), s.a_batch, b32.data<float>(), s.b_batch, y.data<float>(),
                    s.y_batch, s.m, s.k, s.n, ctx.pool());
+        add_column_bias(y.data<float>(), static_cast<size_t>(y.numel()), late_bias);
         break;
     }
     case DType::F16: {
@@ -519,6 +563,7 @@ void run_matmul(RunContext &ctx) {
         Tensor yf = ctx.scratch(DType::F32, y.shape());
         matmul_f32(af.data<float>(), s.a_batch, bf.data<float>(), s.b_batch, yf.data<float>(), s.y_batch, s.m,
                    s.k, s.n, ctx.pool());
+        add_column_bias(yf.data<float>(), static_cast<size_t>(y.numel()), late_bias);
         float_to_half_n(yf.data<float>(), y.data<uint16_t>(), static_cast<size_t>(y.numel()));
         break;
     }
@@ -681,8 +726,8 @@ void run_gemm(RunContext &ctx) {
 void register_matmul_gemm_ops(Registry &r) {
     // B (and Gemm's C) reach XNNPACK only as packed FC weights or the op's own loops: read exactly.
     r.add("MatMul", infer_matmul, run_matmul)
-        .with_reads_weights_exactly(0b10)
-        .with_f32_weight_mask(0b10)
+        .with_reads_weights_exactly(0b110)
+        .with_f32_weight_mask(0b110)
         .with_streamable_weight_input(1);
     r.add("Gemm", infer_gemm, run_gemm)
         .with_reads_weights_exactly(0b110)

@@ -288,7 +288,9 @@ bool run_matmul_w8a8(RunContext &ctx) {
     if (!node_qualifies(ctx, q)) return false;
     const Tensor &x = ctx.input(0), &w = ctx.input(1);
     if (w.rank() != 2 || x.rank() < 2 || x.dim(x.rank() - 1) != w.dim(0) || ctx.is_streamed(1)) return false;
-    return run_fc_w8a8(ctx, q, static_cast<size_t>(w.dim(0)), static_cast<size_t>(w.dim(1)), true, {});
+    std::vector<int32_t> bias; // the engine's bias input (one value per column), if any
+    if (!bias_for(ctx, 2, static_cast<size_t>(w.dim(1)), 1.0f, q, bias)) return false;
+    return run_fc_w8a8(ctx, q, static_cast<size_t>(w.dim(0)), static_cast<size_t>(w.dim(1)), true, bias);
 }
 
 bool run_gemm_w8a8(RunContext &ctx) {

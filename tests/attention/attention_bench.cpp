@@ -2,7 +2,8 @@
 // reports the tracked-allocator peak above the op's inputs (score blocks, f16/transposed head copies; the
 // packed K/V blocks live inside XNNPACK operators and are not counted). Wall time is the best of the runs;
 // CPU time (all threads) is that run's, which stays meaningful when other processes share the cores.
-// Usage: attention_bench [threads=2] [runs=3] [only_shape_index]
+// Usage: attention_bench [threads=2] [runs=3] [only_shape_index] [ROWSxKEYS,...]
+// The last argument times flash with each of those tiles instead of the algorithms below.
 #include <chrono>
 #include <ctime>
 #include <cstdio>
@@ -42,6 +43,7 @@ int main(int argc, char **argv) {
     size_t threads = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 2;
     int runs = argc > 2 ? std::atoi(argv[2]) : 3;
     int only = argc > 3 ? std::atoi(argv[3]) : -1;
+    std::vector<std::string> tile_names;
     const BenchShape shapes[] = {
         {8, 4096, 4096, 40}, // 64x64 latent self-attention (the biggest)
         {8, 4096, 77, 40},   // its cross-attention
@@ -49,7 +51,7 @@ int main(int argc, char **argv) {
         {8, 256, 256, 160},
         {8, 64, 64, 160},
     };
-    const Algo algos[] = {
+    std::vector<Algo> algos = {
         {"full", AttentionAlgo::Full, 0, 0},
         {"sliced2", AttentionAlgo::Sliced, 2, 0},
         {"sliced8", AttentionAlgo::Sliced, 8, 0},
@@ -59,6 +61,24 @@ int main(int argc, char **argv) {
         {"flash_128x1024", AttentionAlgo::Flash, 0, 0, 128, 1024},
         {"auto", AttentionAlgo::Auto, 0, 0},
     };
+    if (argc > 4) {
+        algos.clear();
+        std::string list = argv[4];
+        for (size_t at = 0; at < list.size();) {
+            size_t comma = list.find(',', at);
+            if (comma == std::string::npos) comma = list.size();
+            tile_names.push_back("flash_" + list.substr(at, comma - at));
+            at = comma + 1;
+        }
+        for (const std::string &name : tile_names) {
+            size_t rows = 0, keys = 0;
+            if (std::sscanf(name.c_str(), "flash_%zux%zu", &rows, &keys) != 2 || rows == 0 || keys == 0) {
+                std::fprintf(stderr, "attention_bench: a tile is ROWSxKEYS, not %s\n", name.c_str() + 6);
+                return 2;
+            }
+            algos.push_back({name.c_str(), AttentionAlgo::Flash, 0, 0, rows, keys});
+        }
+    }
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     std::printf("%-22s %-12s %10s %10s %14s\n", "shape (heads,S,T,D)", "algorithm", "ms/run", "cpu ms",

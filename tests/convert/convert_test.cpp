@@ -418,10 +418,12 @@ TEST_F(Convert, MatMulAddBecomesGemm) {
     ASSERT_EQ(c.status, ONNXSTREAM_OK) << c.message;
     std::string txt = read_text(scratch.out() + "/model.txt");
     EXPECT_EQ(count_ops(txt, "Gemm"), 2u) << txt;
-    // The 3-D MatMul and the MatMul whose product a Relu also reads keep their Add.
+    // The 3-D MatMul takes the bias as its third input; the MatMul whose product a Relu also reads keeps
+    // its Add.
     EXPECT_EQ(count_ops(txt, "MatMul"), 2u) << txt;
-    EXPECT_EQ(count_ops(txt, "Add"), 2u) << txt;
+    EXPECT_EQ(count_ops(txt, "Add"), 1u) << txt;
     EXPECT_NE(line_of(txt, "add_1").find(":Gemm*"), std::string::npos) << txt;
+    EXPECT_NE(line_of(txt, "matmul_3d").find(";bias_5F_n.bin(float32:8)*output:out_5F_3d"), std::string::npos) << txt;
     EXPECT_NE(line_of(txt, "add_2").find("bias_5F_mn.bin(float32:4,8)"), std::string::npos) << txt;
     run_and_compare(scratch.out(), model_case("matmul_add"), 1e-5, 1e-5);
 }

@@ -536,8 +536,8 @@ def fuse_pad_model(rng):
 
 
 def matmul_add_model(rng, m=4, k=16, n=8, bias_is_input=False):
-    """MatMul + Add with the bias on either side (both become Gemm); left alone: a 3-D MatMul, and a MatMul
-    whose product is also read by a Relu. bias_is_input: the bias is a graph input, so nothing fuses (the
+    """MatMul + Add with the bias on either side (both become Gemm), a 3-D MatMul + Add (a MatMul with the
+    bias as its third input); left alone: a MatMul whose product is also read by a Relu. bias_is_input: the bias is a graph input, so nothing fuses (the
     speed reference)."""
     def arr(*shape):
         return rng.uniform(-1, 1, shape).astype(np.float32)

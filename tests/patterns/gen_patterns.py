@@ -353,6 +353,34 @@ class SoftmaxOtherAxis(nn.Module):
         return torch.bmm(torch.bmm(q, x.transpose(1, 2)).softmax(dim=1), x)
 
 
+class LinearLayers(nn.Module):
+    """nn.Linear on 3-D and 4-D activations (MatMul + Add(bias) in the export): the bias joins the MatMul.
+    The last Add adds a computed value, which stays an Add."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(32, 48)
+        self.fc2 = nn.Linear(48, 16)
+        self.gate = nn.Linear(32, 16, bias=False)
+
+    def forward(self, x):
+        h = self.fc2(F.gelu(self.fc1(x)))
+        return h + self.gate(x), self.fc1(x.unsqueeze(1).expand(-1, 2, -1, -1))
+
+
+class LinearBiasRead(nn.Module):
+    """A MatMul whose product is also read before the bias: the bias cannot join it."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(32, 24) / 8)
+        self.b = nn.Parameter(torch.randn(24))
+
+    def forward(self, x):
+        p = x @ self.w
+        return p + self.b, p * 2
+
+
 # name: (module, inputs, opset, expected op counts)
 CASES = {
     "groupnorm_opset14": (GroupNorm4d, [("x", (2, 16, 6, 5))], 14,
@@ -391,6 +419,8 @@ CASES = {
                                {"ScaledDotProductAttention": 1, "Softmax": 0}),
     "attention_gpt_opset13": (GptAttention, [("x", (1, 12, 32))], 13,
                               {"ScaledDotProductAttention": 1, "Softmax": 0, "Div": 0}),
+    "linear_3d_4d": (LinearLayers, [("x", (2, 7, 32))], 14, {"MatMul": 4, "Add": 1, "Gemm": 0}),
+    "linear_product_read_twice": (LinearBiasRead, [("x", (2, 5, 32))], 14, {"MatMul": 1, "Add": 1}),
     "softmax_other_axis": (SoftmaxOtherAxis, [("x", (2, 5, 16))], 14,
                            {"ScaledDotProductAttention": 0, "Softmax": 1}),
 }

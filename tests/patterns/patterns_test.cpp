@@ -90,6 +90,8 @@ TEST_F(Patterns, GegluFeedForwardInL2Blocks) { check("geglu_ffn_l2_blocks"); }
 TEST_F(Patterns, SiluFormsBecomeSwish) { check("silu_opset14"); }
 TEST_F(Patterns, QuickGeluBecomesSwishWithAlpha) { check("quick_gelu_opset14"); }
 TEST_F(Patterns, SigmoidOfAnotherValueIsNotSiLU) { check("silu_not_quite"); }
+TEST_F(Patterns, LinearBiasJoinsTheMatMul) { check("linear_3d_4d"); }
+TEST_F(Patterns, BiasOfAProductReadTwiceStaysAnAdd) { check("linear_product_read_twice"); }
 
 // The fused feed-forward in hidden-column blocks with both weights streamed in row chunks (a 1 KiB budget:
 // blocks of 4 columns out of 128), and in one block (max-speed): same result as ONNX Runtime's.

@@ -35,8 +35,11 @@ bool fuse_chains(IrGraph &g);
 // or MaxPool (-inf padding) reading it, where that is exactly equivalent.
 bool fuse_pad(IrGraph &g);
 
-// matmul_add_to_gemm.cpp: MatMul(2-D activation, constant [K,N]) + Add(constant bias) becomes Gemm.
+// matmul_bias.cpp: MatMul(2-D activation, constant [K,N]) + Add(constant bias) becomes Gemm.
 bool matmul_add_to_gemm(IrGraph &g);
+// matmul_bias.cpp: MatMul(activation of rank >= 3, constant [K,N]) + Add(constant [N] bias) becomes a MatMul
+// with the bias as its third input. Run once the other fusions are done: they match MatMul + Add.
+bool fuse_matmul_bias(IrGraph &g);
 
 // conv1d_to_conv2d.cpp: Conv on (N,C,L) becomes Unsqueeze -> 2-D Conv with a (O,I/g,1,K) kernel -> Squeeze,
 // so it runs on the engine's 2-D path.
