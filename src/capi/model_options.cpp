@@ -57,6 +57,9 @@ ModelOptions model_options_from(const onnxstream_model_options_t &o) {
         m.kept_kernel_bytes = 24 * MiB;
         // Weights of up to 64 KiB from the weights cache keep their pages between runs (weights/weight_cache.h).
         m.kept_small_weight_bytes = 64 * 1024;
+        // Packed weights are read into reused blocks (up to 6 MiB of them free: one and a half weight chunks)
+        // rather than mapped and dropped op by op.
+        m.packed_copy_pool_bytes = 6 * MiB;
         break;
     }
     // The user's explicit choices: AUTO / 0 mean "from the mode"; weight_chunk_bytes UINT64_MAX = never chunk,

@@ -11,6 +11,7 @@
 #include "util/stopwatch.h"
 #include "weights/prepare.h"
 #include "xnnpack/init.h"
+#include "xnnpack/weights_cache.h"
 
 namespace onnxstream {
 
@@ -142,6 +143,27 @@ const Tensor &Executor::in_layout(int v, bool nhwc) {
                        [&] { return convert_layout(t, nhwc, alloc_, pool_, stats_->layout_transposes); });
     return o;
 }
+
+namespace {
+
+// Weights served from a mapping drop their pages after the op (weights cache, min and balanced): a
+// system call and a TLB flush per weight and run. An op that read a weight only to pack it, and whose every
+// new operator this run came from the packed store, touched none of its pages: there is nothing to drop.
+// Only float32 weights qualify; others are converted before packing, which reads them.
+void note_untouched_weights(const Node &node, const RunContext &ctx, const xnn::CreationCounts &before) {
+    if (node.def->packed_only_weight_mask == 0) return;
+    const xnn::CreationCounts after = xnn::creation_counts();
+    if (after.packed != before.packed || after.from_store == before.from_store) return;
+    for (size_t k = 0; k < ctx.input_count(); ++k) {
+        if (!node.def->reads_weight_only_to_pack(k) || !ctx.has_input(k) || !ctx.input_is_weight(k) ||
+            ctx.is_streamed(k))
+            continue;
+        const Tensor &w = ctx.input(k);
+        if (w.dtype() == DType::F32 && w.storage()) w.storage()->mark_pages_untouched();
+    }
+}
+
+} // namespace
 
 Tensor Executor::fetch_weight(const Node &node, const WeightSpec &spec) {
     Stopwatch watch;
@@ -301,7 +323,9 @@ void Executor::run_node(const Node &node) {
     };
     std::optional<Measure> measure;
     if (deciding) measure.emplace();
+    const xnn::CreationCounts created_before = xnn::creation_counts();
     naming_oom(&node, "", "", [&] { node.def->run(ctx); });
+    note_untouched_weights(node, ctx, created_before);
     if (deciding) {
         const uint64_t bytes1 = kernel_library_bytes();
         kept_->measured(index, *state != nullptr, bytes1 > measure->bytes0 ? bytes1 - measure->bytes0 : 0,

@@ -276,7 +276,7 @@ void Model::open_packed_store(const WeightCacheProvider &cache, bool keep_pages_
     const WeightCacheStats &cs = cache.stats();
     const std::string path = options_.cache_path + ".xnnpack";
     packed_store_ = std::make_unique<PackedStoreFile>(path, packed_store_identity(cs.content_hash, cs.file_bytes),
-                                                      keep_pages_mapped);
+                                                      keep_pages_mapped, options_.packed_copy_pool_bytes);
     const PackedStoreStats ps = packed_store_->stats();
     if (!ps.error.empty())
         log(ONNXSTREAM_LOG_WARNING, cat("packed weights will not be kept: ", ps.error));

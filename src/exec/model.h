@@ -33,6 +33,10 @@ struct ModelOptions {
     // Weights the persistent weights cache serves that keep their pages mapped between runs when of at most
     // this size (WeightCacheOptions::kept_small_weight_bytes). 0 = none.
     uint64_t kept_small_weight_bytes = 0;
+    // With a persistent cache and mapped weights dropped after each op: read packed-weights entries into
+    // pooled blocks instead of mapping them, keeping up to this many bytes of free blocks
+    // (weights/packed_store.h). 0 = map them.
+    uint64_t packed_copy_pool_bytes = 0;
     RunOptions run; // memory/speed choices handed to ops
     std::string cache_path; // persistent prepared-weights cache ("" = none)
     uint64_t max_bytes = 0; // limit of the tracked allocator (0 = none)

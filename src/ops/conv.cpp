@@ -777,6 +777,7 @@ void register_conv_ops(Registry &r) {
         .with_ohwi_weight_input(1)
         .with_f32_weight_mask(0b110)
         .with_reads_weights_exactly(0b110)
+        .with_weights_read_only_to_pack(0b10)
         .with_streamable_weight_input(1)
         .with_nhwc(NhwcIo::Native);
     r.add("ConvTranspose", deconv_infer, deconv_run)

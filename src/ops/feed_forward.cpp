@@ -346,6 +346,7 @@ void register_feed_forward_ops(Registry &r) {
     r.add("GegluFeedForward", infer_geglu_ffn, run_geglu_ffn)
         .with_reads_weights_exactly(1u << kW1 | 1u << kB1 | 1u << kW2 | 1u << kB2)
         .with_f32_weight_mask(1u << kW1 | 1u << kB1 | 1u << kW2 | 1u << kB2)
+        .with_weights_read_only_to_pack(1u << kW1 | 1u << kW2)
         .with_streamable_weight_input(kW1)
         .with_streamable_weight_mask(1u << kW2);
 }

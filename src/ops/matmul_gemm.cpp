@@ -728,10 +728,12 @@ void register_matmul_gemm_ops(Registry &r) {
     r.add("MatMul", infer_matmul, run_matmul)
         .with_reads_weights_exactly(0b110)
         .with_f32_weight_mask(0b110)
+        .with_weights_read_only_to_pack(0b10)
         .with_streamable_weight_input(1);
     r.add("Gemm", infer_gemm, run_gemm)
         .with_reads_weights_exactly(0b110)
         .with_f32_weight_mask(0b110)
+        .with_weights_read_only_to_pack(0b10)
         .with_streamable_weight_input(1);
 }
 

@@ -309,6 +309,10 @@ struct OpDef {
     // its end (XNNPACK's read-past-the-end slack): the executor gives a padded copy to any that lacks it
     // (a zero-copy weight or graph input), so ops never copy for slack themselves.
     uint32_t exact_weight_mask = 0;
+    // Weight inputs (one bit per input index) the op reads only to pack them into XNNPACK operators: when
+    // every operator it creates in a run comes from the packed store, it has read nothing of them, and the
+    // executor tells their storage so (Storage::mark_pages_untouched).
+    uint32_t packed_only_weight_mask = 0;
     // Index of a weight input the op can read in row chunks (RunContext::is_streamed), or -1.
     int streamable_weight_input = -1;
     // What the op does with channels-last tensors (graph/layout_plan.h).
@@ -357,6 +361,13 @@ struct OpDef {
     OpDef &with_reads_weights_exactly(uint32_t inputs = ~0u) {
         exact_weight_mask = inputs;
         return *this;
+    }
+    OpDef &with_weights_read_only_to_pack(uint32_t inputs) {
+        packed_only_weight_mask = inputs;
+        return *this;
+    }
+    bool reads_weight_only_to_pack(size_t input) const {
+        return input < 32 && ((packed_only_weight_mask >> input) & 1u) != 0;
     }
     OpDef &with_streamable_weight_input(int input) {
         streamable_weight_input = input;

@@ -34,7 +34,12 @@ class Storage {
 public:
     Storage(void *data, size_t bytes, bool padded, std::function<void()> release)
         : data_(data), bytes_(bytes), padded_(padded), release_(std::move(release)) {}
+    // Borrowed file-mapped pages that the holder drops from the process when done (drop_pages, e.g.
+    // madvise DONTNEED) unless told they were never touched; release runs after it either way.
+    Storage(void *data, size_t bytes, bool padded, std::function<void()> release, std::function<void()> drop_pages)
+        : data_(data), bytes_(bytes), padded_(padded), release_(std::move(release)), drop_pages_(std::move(drop_pages)) {}
     ~Storage() {
+        if (drop_pages_ && !pages_untouched_) drop_pages_();
         if (release_) release_();
     }
     Storage(const Storage &) = delete;
@@ -48,13 +53,18 @@ public:
     // storage an elementwise op may overwrite in place once nothing else holds it.
     bool is_activation() const { return activation_; }
     void mark_activation() { activation_ = true; }
+    // Nobody read these bytes (an op served its packed form from elsewhere): no page of them was faulted
+    // in, so there is nothing to drop, and dropping would cost a system call and a TLB flush for nothing.
+    void mark_pages_untouched() { pages_untouched_ = true; }
 
 private:
     void *data_;
     size_t bytes_;
     bool padded_;
     bool activation_ = false;
+    bool pages_untouched_ = false;
     std::function<void()> release_;
+    std::function<void()> drop_pages_;
 };
 
 class Allocator {

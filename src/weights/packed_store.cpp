@@ -59,8 +59,9 @@ uint64_t packed_store_identity(uint64_t cache_content_hash, uint64_t cache_file_
     return h.digest();
 }
 
-PackedStoreFile::PackedStoreFile(std::string path, uint64_t identity, bool keep_pages_mapped)
-    : path_(std::move(path)), identity_(identity), keep_pages_mapped_(keep_pages_mapped) {
+PackedStoreFile::PackedStoreFile(std::string path, uint64_t identity, bool keep_pages_mapped, uint64_t copy_pool_bytes)
+    : path_(std::move(path)), identity_(identity), keep_pages_mapped_(keep_pages_mapped),
+      copy_entries_(copy_pool_bytes > 0 && !keep_pages_mapped), copy_pool_(copy_pool_bytes) {
     std::string reason;
     if (open_existing(reason)) return;
     stats_.rebuild_reason = reason;
@@ -71,7 +72,7 @@ PackedStoreFile::~PackedStoreFile() {
     keep_pages_mapped_ = false; // the store goes: so do its mappings
     for (auto &[key, e] : entries_) {
         e.holds = 0;
-        if (!(whole_file_ && e.in_file)) drop_entry(e); // the whole file's mapping goes below
+        if (e.copy_capacity || !(whole_file_ && e.in_file)) drop_entry(e); // the whole file's mapping goes below
     }
     if (whole_file_) ::munmap(whole_file_, static_cast<size_t>(whole_file_bytes_));
     if (fd_ >= 0) ::close(fd_);
@@ -218,9 +219,30 @@ void PackedStoreFile::map_entry(Entry &e) {
     e.address = p;
 }
 
+// Reads an in_file entry into a block of the pool; false (nothing changed) when no block can be had or the
+// read fails, and the entry is then mapped.
+bool PackedStoreFile::copy_entry(Entry &e) {
+    uint64_t capacity = 0;
+    void *block = copy_pool_.take(e.bytes, capacity);
+    if (!block) return false;
+    if (!weight_cache::pread_all(fd_, block, e.bytes, e.offset)) {
+        copy_pool_.give_back(block, capacity);
+        return false;
+    }
+    e.address = block;
+    e.copy_capacity = capacity;
+    xnn::held_packed_copy_bytes(static_cast<int64_t>(e.bytes));
+    ++stats_.copied;
+    return true;
+}
+
 void PackedStoreFile::drop_entry(Entry &e) {
     if (!e.address || e.holds > 0) return;
-    if (e.in_file) {
+    if (e.copy_capacity) {
+        xnn::held_packed_copy_bytes(-static_cast<int64_t>(e.bytes));
+        copy_pool_.give_back(e.address, e.copy_capacity);
+        e.copy_capacity = 0;
+    } else if (e.in_file) {
         if (keep_pages_mapped_) return;
         if (whole_file_) ::madvise(e.address, static_cast<size_t>(e.bytes), MADV_DONTNEED);
         else ::munmap(e.address, static_cast<size_t>(e.bytes));
@@ -237,8 +259,9 @@ void PackedStoreFile::idle(uint64_t key) {
     const Entry &e = it->second;
     // A shared read-only mapping of the file: dropping its pages takes them out of this process's RSS
     // and leaves them in the page cache; the operator's next run faults them back in, as a fresh
-    // mapping's first run does, without the unmapping and mapping again.
-    if (e.in_file && e.address) ::madvise(e.address, static_cast<size_t>(e.bytes), MADV_DONTNEED);
+    // mapping's first run does, without the unmapping and mapping again. A copy stays: the operator reads
+    // it (the kept-kernels budget counted it).
+    if (e.in_file && e.address && !e.copy_capacity) ::madvise(e.address, static_cast<size_t>(e.bytes), MADV_DONTNEED);
 }
 
 const void *PackedStoreFile::acquire(uint64_t key, size_t) {
@@ -248,7 +271,7 @@ const void *PackedStoreFile::acquire(uint64_t key, size_t) {
     Entry &e = it->second;
     if (!e.address) {
         if (!e.in_file) return nullptr; // a memory copy that was let go: pack again
-        map_entry(e);
+        if (!(copy_entries_ && !building_ && copy_entry(e))) map_entry(e);
     }
     ++e.holds;
     if (e.in_file) {

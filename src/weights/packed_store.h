@@ -11,8 +11,13 @@
 //
 // Memory. An entry is mapped when an operator takes it and its pages dropped when the last one lets it go
 // (unless keep_pages_mapped, as max-speed asks): RSS holds the packed weights of the ops running, the pages
-// stay in the page cache and are shared between processes. Entries a finished file lacks (a shape the
-// first run did not meet) are kept in memory while an operator holds them.
+// stay in the page cache and are shared between processes. With a copy pool (balanced), an entry is read
+// into a block of memory that is used again for the next entry instead: mapping pages in and dropping them
+// again on every run costs a page fault per 16 pages and a TLB flush per entry, which on a virtual machine
+// can take longer than the product itself, where a copy from the page cache into pages the process already
+// has runs at memory speed (docs/benchmarks.md, "Packed weights copied"). Copies an operator holds count as
+// the kernel library's bytes (xnn::held_packed_copy_bytes), so the kept-kernels budget sees them. Entries a
+// finished file lacks (a shape the first run did not meet) are kept in memory while an operator holds them.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +26,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "weights/buffer_pool.h"
 #include "xnnpack/weights_cache.h"
 
 namespace onnxstream {
@@ -30,7 +36,8 @@ struct PackedStoreStats {
     std::string rebuild_reason; // why an existing file was not used (empty when none existed or it was used)
     std::string error;          // why the file could not be written (the store then packs in memory)
     uint64_t entries = 0, file_bytes = 0;
-    uint64_t mapped = 0, mapped_bytes = 0; // acquisitions served from the file
+    uint64_t mapped = 0, mapped_bytes = 0; // acquisitions served from the file (mapped or copied)
+    uint64_t copied = 0;                   // of which read into a pooled block
     uint64_t stored = 0, stored_bytes = 0; // packed weights written to the file
     uint64_t in_memory = 0;                // packed weights kept in memory (not in the file)
 };
@@ -39,7 +46,9 @@ class PackedStoreFile : public xnn::PackedStore {
 public:
     // Opens `path` when it is a complete file for `identity`, else prepares to build it. Never throws for
     // an unusable file or folder: the reason is in stats(), and the store then keeps entries in memory.
-    PackedStoreFile(std::string path, uint64_t identity, bool keep_pages_mapped);
+    // copy_pool_bytes: read entries into pooled blocks, keeping up to that many bytes of free blocks
+    // (0: map them). Ignored with keep_pages_mapped.
+    PackedStoreFile(std::string path, uint64_t identity, bool keep_pages_mapped, uint64_t copy_pool_bytes = 0);
     ~PackedStoreFile() override;
 
     const void *acquire(uint64_t key, size_t bytes) override;
@@ -59,16 +68,20 @@ private:
         bool in_file = false;
         void *address = nullptr; // the mapping (in_file) or the memory copy, while held or kept
         uint64_t holds = 0;
+        uint64_t copy_capacity = 0; // address is a block of the copy pool (an in_file entry read into it)
     };
     bool open_existing(std::string &reason);
     void start_building();
     void map_whole_file(uint64_t size);
     void map_entry(Entry &e);
+    bool copy_entry(Entry &e);
     void drop_entry(Entry &e);
 
     std::string path_, temp_path_;
     uint64_t identity_;
     bool keep_pages_mapped_;
+    bool copy_entries_;
+    BufferPool copy_pool_;
     int fd_ = -1;          // the file entries are mapped from (the finished file, or the one being built)
     bool building_ = false;
     unsigned char *whole_file_ = nullptr; // a finished file's mapping, when the address space allows

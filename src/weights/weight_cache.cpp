@@ -111,17 +111,20 @@ private:
     Tensor serve(const Entry &e, const WeightSpec &spec, uint64_t offset, uint64_t bytes, const Shape &shape) {
         uint8_t *p = static_cast<uint8_t *>(map_->base) + offset;
         std::shared_ptr<Mapping> keep = map_;
-        std::function<void()> release = [keep]() {};
+        std::function<void()> release = [keep]() {}, drop_pages;
         if (!options_.keep_pages_mapped && bytes > options_.kept_small_weight_bytes) {
             // Dropping a page another live tensor shares is harmless: it faults back in from the page cache.
+            // The mapping outlives the call: `release` (run after it) holds it.
             const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
             const uint64_t first = offset / page * page, last = align_up(offset + bytes, page);
-            release = [keep, first, last]() {
-                ::madvise(static_cast<uint8_t *>(keep->base) + first, static_cast<size_t>(last - first),
+            Mapping *map = keep.get();
+            drop_pages = [map, first, last]() {
+                ::madvise(static_cast<uint8_t *>(map->base) + first, static_cast<size_t>(last - first),
                           MADV_DONTNEED);
             };
         }
-        Tensor t(e.stored_dtype(), shape, std::make_shared<Storage>(p, static_cast<size_t>(bytes), true, release));
+        Tensor t(e.stored_dtype(), shape,
+                 std::make_shared<Storage>(p, static_cast<size_t>(bytes), true, release, drop_pages));
         t.set_layout(e.wanted);
         if (e.prep == Prep::AsIs) t.set_quant(spec.quant);
         stats_.served += 1;

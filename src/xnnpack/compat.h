@@ -52,10 +52,13 @@ enum xnn_status create_operator(Create create, const char *function, xnn_operato
         *out = nullptr;
         status = xnn_status_out_of_memory;
     }
+    if (status == xnn_status_success) count_creation(cache);
     return status;
 #else
     (void)function;
-    return create(args..., out);
+    const enum xnn_status status = create(args..., out);
+    if (status == xnn_status_success) count_creation(nullptr);
+    return status;
 #endif
 }
 

@@ -1,5 +1,6 @@
 #include "xnnpack/weights_cache.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -67,6 +68,7 @@ size_t look_up(void *, const struct xnn_weights_cache_look_up_key *key) {
     if (!p) return SIZE_MAX;
     s->held_key = k;
     s->held_address = p;
+    s->served = true;
     return reinterpret_cast<size_t>(p);
 }
 
@@ -158,6 +160,18 @@ std::string cpu_fingerprint() {
                              cpuinfo_has_arm_neon_dot()};
     for (bool f : features) id += f ? '1' : '0';
     return id;
+}
+
+namespace {
+std::atomic<uint64_t> g_from_store{0}, g_packed{0};
+} // namespace
+
+CreationCounts creation_counts() { return {g_from_store.load(), g_packed.load()}; }
+
+void count_creation(const struct xnn_weights_cache_provider *cache) {
+    // A scope is used by one creation only, so the innermost one still says what this creation found.
+    const bool from_store = cache && t_scope && t_scope->served;
+    (from_store ? g_from_store : g_packed).fetch_add(1, std::memory_order_relaxed);
 }
 
 namespace {

@@ -65,6 +65,7 @@ public:
     uint64_t held_key = 0;     // the store key the operator holds (0: none)
     const void *held_address = nullptr;
     bool failed = false;       // the store failed to take the packed weights (out of memory)
+    bool served = false;       // look_up found the packed weights: XNNPACK read nothing of the weight
     // Only what the store holds: XNNPACK's request for a packing buffer is refused, so creation fails
     // instead of packing (and never reads the weight it was given). See create_from_store.
     bool look_up_only = false;
@@ -104,6 +105,20 @@ template <typename T> uint64_t mix_argument(uint64_t h, T v) {
 // deleted the operator, when the store could not take its packed weights (out of memory).
 struct xnn_weights_cache_provider *begin_packing(const char *function, uint64_t arguments_key);
 bool end_packing(struct xnn_operator *op);
+
+// Weighted operators created so far in this process (any thread): those whose packed weights a store served
+// (their weight was never read) and those packed from their weight. Read around one op by the executor: an
+// op whose every new operator came from the store did not touch its big weights' pages.
+struct CreationCounts {
+    uint64_t from_store = 0, packed = 0;
+};
+CreationCounts creation_counts();
+// create_operator's record of one successful creation (cache: what begin_packing returned).
+void count_creation(const struct xnn_weights_cache_provider *cache);
+
+// A store's packed weights copied into memory for operators (PackedStoreFile's copy pool): `delta` bytes
+// more (or fewer) are held. They count in kernel_library_bytes (init.h) like weights XNNPACK packed itself.
+void held_packed_copy_bytes(int64_t delta);
 
 // What decides which kernels XNNPACK picks on this CPU (microarchitecture and instruction-set features):
 // part of a packed-weights file's identity, so a file is never used on a CPU it was not packed for.

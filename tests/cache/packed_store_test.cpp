@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "exec/model.h"
 #include "onnxstream.h"
 #include "xnnpack/weights_cache.h"
 
@@ -129,6 +130,38 @@ TEST_F(PackedStore, FirstModelWritesSecondMaps) {
     EXPECT_EQ(second.stats.packed_weights_stored, 0u);
     for (const auto &e : fs::directory_iterator(work_))
         EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << "left behind: " << e.path();
+}
+
+// The engine's own Model (the library's internals, linked into this test): entries mapped, or read into
+// pooled blocks (ModelOptions::packed_copy_pool_bytes, balanced's choice), give the same output; every
+// operator comes from the file, none is packed from its weight (what lets the executor leave the weights'
+// pages alone, xnn::creation_counts).
+TEST_F(PackedStore, MappedOrCopiedEntriesServeTheSame) {
+    if (!onnxstream::xnn::has_weights_cache()) GTEST_SKIP() << "this XNNPACK has no weights cache";
+    fs::remove(cache());
+    fs::remove(packed());
+    expect_correct(run(cache()), "builder");
+    for (uint64_t pool : {uint64_t(0), uint64_t(6) << 20}) {
+        onnxstream::ModelOptions o;
+        o.threads = 2;
+        o.provider = ONNXSTREAM_PROVIDER_NOCACHE;
+        o.cache_path = cache();
+        o.packed_copy_pool_bytes = pool;
+        onnxstream::Model m(o);
+        m.load_file(model_);
+        ModelRun r;
+        for (int again = 0; again < 2; ++again) { // the second run reuses the first one's blocks
+            m.push_input("images", onnxstream::DType::F32, {1, 3, 640, 640}, image_.data(), image_.size());
+            const onnxstream::xnn::CreationCounts before = onnxstream::xnn::creation_counts();
+            m.run(nullptr);
+            const onnxstream::xnn::CreationCounts after = onnxstream::xnn::creation_counts();
+            EXPECT_EQ(after.packed, before.packed) << "pool " << pool;
+            EXPECT_GT(after.from_store - before.from_store, 50u) << "pool " << pool;
+            const onnxstream::Tensor &y = m.outputs().at(0);
+            r.output.assign(static_cast<const char *>(y.raw()), y.byte_size());
+            expect_correct(r, pool ? "copied entries" : "mapped entries");
+        }
+    }
 }
 
 // Two models building the same files at once (threads of one process here; processes do the same): each

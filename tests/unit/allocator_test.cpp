@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "tensor/allocator.h"
 #include "tensor/tensor.h"
 #include "test_util.h"
@@ -77,6 +79,25 @@ TEST(Allocator, BorrowedStorageIsNotCountedAndReleasedOnce) {
     }
     EXPECT_EQ(released, 1);
     EXPECT_EQ(alloc.current_bytes(), 0u);
+}
+
+// Mapped pages are dropped when the storage goes, after which it is released; pages nobody touched are
+// not dropped (Storage::mark_pages_untouched), but the storage is still released.
+TEST(Allocator, MappedPagesDroppedUnlessUntouched) {
+    float host[4] = {1, 2, 3, 4};
+    std::string order;
+    auto make = [&] {
+        return std::make_shared<Storage>(host, sizeof host, false, [&] { order += "release;"; },
+                                         [&] { order += "drop;"; });
+    };
+    make().reset();
+    EXPECT_EQ(order, "drop;release;");
+    order.clear();
+    {
+        auto s = make();
+        s->mark_pages_untouched();
+    }
+    EXPECT_EQ(order, "release;");
 }
 
 TEST(Allocator, TensorsShareStorageAndCountOnce) {
