@@ -57,9 +57,14 @@ ModelOptions model_options_from(const onnxstream_model_options_t &o) {
         m.kept_kernel_bytes = 24 * MiB;
         // Weights of up to 64 KiB from the weights cache keep their pages between runs (weights/weight_cache.h).
         m.kept_small_weight_bytes = 64 * 1024;
-        // Packed weights are read into reused blocks (up to 6 MiB of them free: one and a half weight chunks)
-        // rather than mapped and dropped op by op.
+        // On x86-64, packed weights are read into reused blocks (up to 6 MiB of them free: one and a half
+        // weight chunks) rather than mapped and dropped op by op: measured on a 2-vCPU VM, where faulting
+        // mapped pages back in was the slower way (docs/benchmarks.md, "Packed weights copied into reused
+        // blocks"). ARM boards map them: the copy doubles the memory traffic where bandwidth is scarce, and
+        // it has not been measured there.
+#if defined(__x86_64__)
         m.packed_copy_pool_bytes = 6 * MiB;
+#endif
         break;
     }
     // The user's explicit choices: AUTO / 0 mean "from the mode"; weight_chunk_bytes UINT64_MAX = never chunk,

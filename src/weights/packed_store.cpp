@@ -17,6 +17,7 @@
 #include "util/hash64.h"
 #include "weights/cache_file_io.h"
 #include "weights/cache_format.h"
+#include "xnnpack/init.h"
 
 namespace onnxstream {
 
@@ -231,7 +232,6 @@ bool PackedStoreFile::copy_entry(Entry &e) {
     }
     e.address = block;
     e.copy_capacity = capacity;
-    xnn::held_packed_copy_bytes(static_cast<int64_t>(e.bytes));
     ++stats_.copied;
     return true;
 }
@@ -239,7 +239,6 @@ bool PackedStoreFile::copy_entry(Entry &e) {
 void PackedStoreFile::drop_entry(Entry &e) {
     if (!e.address || e.holds > 0) return;
     if (e.copy_capacity) {
-        xnn::held_packed_copy_bytes(-static_cast<int64_t>(e.bytes));
         copy_pool_.give_back(e.address, e.copy_capacity);
         e.copy_capacity = 0;
     } else if (e.in_file) {
@@ -259,8 +258,8 @@ void PackedStoreFile::idle(uint64_t key) {
     const Entry &e = it->second;
     // A shared read-only mapping of the file: dropping its pages takes them out of this process's RSS
     // and leaves them in the page cache; the operator's next run faults them back in, as a fresh
-    // mapping's first run does, without the unmapping and mapping again. A copy stays: the operator reads
-    // it (the kept-kernels budget counted it).
+    // mapping's first run does, without the unmapping and mapping again. (Kept operators map their
+    // entries: a copy would have to stay.)
     if (e.in_file && e.address && !e.copy_capacity) ::madvise(e.address, static_cast<size_t>(e.bytes), MADV_DONTNEED);
 }
 
@@ -271,7 +270,10 @@ const void *PackedStoreFile::acquire(uint64_t key, size_t) {
     Entry &e = it->second;
     if (!e.address) {
         if (!e.in_file) return nullptr; // a memory copy that was let go: pack again
-        if (!(copy_entries_ && !building_ && copy_entry(e))) map_entry(e);
+        // An operator kept between runs maps its entry, whose pages idle() then drops after each run; a
+        // copy would stay in RSS.
+        const bool copy = copy_entries_ && !building_ && !KernelKeepingScope::active();
+        if (!(copy && copy_entry(e))) map_entry(e);
     }
     ++e.holds;
     if (e.in_file) {

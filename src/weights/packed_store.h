@@ -15,9 +15,10 @@
 // into a block of memory that is used again for the next entry instead: mapping pages in and dropping them
 // again on every run costs a page fault per 16 pages and a TLB flush per entry, which on a virtual machine
 // can take longer than the product itself, where a copy from the page cache into pages the process already
-// has runs at memory speed (docs/benchmarks.md, "Packed weights copied"). Copies an operator holds count as
-// the kernel library's bytes (xnn::held_packed_copy_bytes), so the kept-kernels budget sees them. Entries a
-// finished file lacks (a shape the first run did not meet) are kept in memory while an operator holds them.
+// has runs at memory speed (docs/benchmarks.md, "Packed weights copied"). Operators kept between runs
+// (exec/kept_kernels.h) map their entries all the same, so that their pages leave RSS after each run (idle).
+// Entries a finished file lacks (a shape the first run did not meet) are kept in memory while an operator
+// holds them.
 #pragma once
 
 #include <cstdint>

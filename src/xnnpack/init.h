@@ -25,6 +25,8 @@ class KernelKeepingScope {
 public:
     KernelKeepingScope();
     ~KernelKeepingScope();
+    // Whether one is alive on this thread: the operators created now are kept between runs.
+    static bool active();
     KernelKeepingScope(const KernelKeepingScope &) = delete;
     KernelKeepingScope &operator=(const KernelKeepingScope &) = delete;
 

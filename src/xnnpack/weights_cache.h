@@ -116,10 +116,6 @@ CreationCounts creation_counts();
 // create_operator's record of one successful creation (cache: what begin_packing returned).
 void count_creation(const struct xnn_weights_cache_provider *cache);
 
-// A store's packed weights copied into memory for operators (PackedStoreFile's copy pool): `delta` bytes
-// more (or fewer) are held. They count in kernel_library_bytes (init.h) like weights XNNPACK packed itself.
-void held_packed_copy_bytes(int64_t delta);
-
 // What decides which kernels XNNPACK picks on this CPU (microarchitecture and instruction-set features):
 // part of a packed-weights file's identity, so a file is never used on a CPU it was not packed for.
 std::string cpu_fingerprint();

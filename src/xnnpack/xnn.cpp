@@ -148,19 +148,11 @@ void init_kernels() { xnn::ensure_initialized(); }
 
 const char *kernel_library_description() { return xnn::api_description(); }
 
-namespace {
-std::atomic<int64_t> g_held_packed_copies{0};
-} // namespace
-
-void xnn::held_packed_copy_bytes(int64_t delta) { g_held_packed_copies.fetch_add(delta, std::memory_order_relaxed); }
-
-uint64_t kernel_library_bytes() {
-    const int64_t copies = g_held_packed_copies.load(std::memory_order_relaxed);
-    return xnn::g_live_bytes.load(std::memory_order_relaxed) + static_cast<uint64_t>(copies > 0 ? copies : 0);
-}
+uint64_t kernel_library_bytes() { return xnn::g_live_bytes.load(std::memory_order_relaxed); }
 
 KernelKeepingScope::KernelKeepingScope() : outer_(xnn::t_for_keeping) { xnn::t_for_keeping = true; }
 KernelKeepingScope::~KernelKeepingScope() { xnn::t_for_keeping = outer_; }
+bool KernelKeepingScope::active() { return xnn::t_for_keeping; }
 
 bool cpu_has_fp16_arithmetic() {
     // cpuinfo_initialize is idempotent and thread-safe; when it fails (unreadable /proc on some
