@@ -14,10 +14,10 @@ import (
 )
 
 func TestVersion(t *testing.T) {
-	if major, minor, patch := Version(); major != 0 || minor != 25 || patch != 0 {
+	if major, minor, patch := Version(); major != 0 || minor != 26 || patch != 0 {
 		t.Fatalf("Version() = %d.%d.%d", major, minor, patch)
 	}
-	if VersionString() != "0.25.0" {
+	if VersionString() != "0.26.0" {
 		t.Fatalf("VersionString() = %q", VersionString())
 	}
 }

@@ -34,7 +34,7 @@ from .weights import WeightRequest
 
 # The version of this package; it targets the C API of libonnxstream 0.9 and accepts later 0.x
 # libraries (fields and statuses are only ever appended). pyproject.toml reads it from here.
-__version__ = "0.25.0"
+__version__ = "0.26.0"
 
 
 def library_version() -> str:

@@ -27,7 +27,7 @@ from ctypes import (
 from ._library import LibraryError, open_library
 
 # The header this file mirrors: ONNXSTREAM_VERSION of include/onnxstream.h.
-HEADER_VERSION = 2500
+HEADER_VERSION = 2600
 
 # C enums are int-sized (the library's own c_enum() static_asserts it).
 c_status = c_int

@@ -17,7 +17,7 @@ def open_tiny(tiny_dir, **kwargs) -> onnxstream.Model:
 
 
 def test_version_and_library():
-    assert onnxstream.__version__ == "0.25.0"
+    assert onnxstream.__version__ == "0.26.0"
     major, minor, _ = (int(p) for p in onnxstream.library_version().split("."))
     assert (major, minor) >= (0, 7)
     assert "XNNPACK" in onnxstream.kernel_library()
@@ -339,7 +339,7 @@ class _OldLibrary:
 def test_an_older_library_is_refused_by_version():
     with pytest.raises(onnxstream.LibraryError) as e:
         onnxstream._capi._API(_OldLibrary(), "libold.so")
-    assert "libonnxstream 0.6.0" in str(e.value) and "0.25.x" in str(e.value)
+    assert "libonnxstream 0.6.0" in str(e.value) and "0.26.x" in str(e.value)
 
 
 def test_float64_and_wide_integer_inputs_are_computed_in_their_own_types(tmp_path):

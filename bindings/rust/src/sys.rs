@@ -10,7 +10,7 @@ pub type onnxstream_dtype_t = c_int;
 pub type onnxstream_log_level_t = c_int;
 pub type onnxstream_profile_format_t = c_int;
 
-pub const ONNXSTREAM_VERSION: u32 = 2500;
+pub const ONNXSTREAM_VERSION: u32 = 2600;
 
 pub const ONNXSTREAM_OK: onnxstream_status_t = 0;
 pub const ONNXSTREAM_ERR_INVALID_ARGUMENT: onnxstream_status_t = 1;

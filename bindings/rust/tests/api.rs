@@ -26,8 +26,8 @@ fn y(model: &Model) -> Vec<f32> {
 
 #[test]
 fn version_matches() {
-    assert_eq!(onnxstream::version(), (0, 25, 0));
-    assert_eq!(onnxstream::version_string(), "0.25.0");
+    assert_eq!(onnxstream::version(), (0, 26, 0));
+    assert_eq!(onnxstream::version_string(), "0.26.0");
 }
 
 #[test]
