@@ -53,45 +53,22 @@ bool column_bias(const Shape &c, int64_t n, size_t product_rank) {
 
 } // namespace
 
-bool matmul_add_to_gemm(IrGraph &g) {
-    GraphIndex idx(g);
-    std::vector<bool> removed(g.nodes.size(), false);
-    bool changed = false;
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-        Node &add = g.nodes[i];
-        if (!add.default_domain() || add.op_type != "Add" || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
-        for (int side = 0; side < 2; ++side) {
-            const std::string &mid = add.inputs[static_cast<size_t>(side)];
-            const std::string &bias = add.inputs[static_cast<size_t>(1 - side)];
-            size_t mm_index = 0;
-            const Node *found = g.is_constant(bias) ? sole_matmul(g, idx, removed, mid, mm_index) : nullptr;
-            if (!found) continue;
-            const Node &mm = *found;
-            Shape a, b, c;
-            int32_t ta = 0, tb = 0, tc = 0;
-            if (!static_shape_of(g, mm.inputs[0], a, ta) || g.is_constant(mm.inputs[0]) || !g.is_constant(mm.inputs[1]) ||
-                !static_shape_of(g, mm.inputs[1], b, tb) || !static_shape_of(g, bias, c, tc))
-                continue;
-            if (a.size() != 2 || b.size() != 2 || a[1] != b[0] || !float_type(ta) || !float_type(tb) ||
-                !float_type(tc) || ta != tb || ta != tc || !bias_fits(c, a[0], b[1]))
-                continue;
-            Node gemm;
-            gemm.name = add.name;
-            gemm.op_type = "Gemm";
-            gemm.inputs = {mm.inputs[0], mm.inputs[1], bias};
-            gemm.outputs = add.outputs;
-            add = std::move(gemm);
-            removed[mm_index] = true;
-            changed = true;
-            break;
-        }
-    }
-    if (!changed) return false;
-    drop_nodes(g, removed);
-    return true;
+namespace {
+
+// Shapes and element types of a MatMul's A and B and of the bias beside it; false when one is not static,
+// or A is a constant or B is not one.
+struct LinearParts {
+    Shape a, b, c;
+    int32_t ta = 0, tb = 0, tc = 0;
+};
+bool linear_parts(const IrGraph &g, const Node &mm, const std::string &bias, LinearParts &p) {
+    return static_shape_of(g, mm.inputs[0], p.a, p.ta) && !g.is_constant(mm.inputs[0]) && g.is_constant(mm.inputs[1]) &&
+           static_shape_of(g, mm.inputs[1], p.b, p.tb) && static_shape_of(g, bias, p.c, p.tc);
 }
 
-bool fuse_matmul_bias(IrGraph &g) {
+// Every Add of a constant bias to a MatMul product that nothing else reads becomes the node `fuse` makes of
+// them (returning false leaves them as they are); the MatMul goes.
+template <typename Fuse> bool fuse_bias_adds(IrGraph &g, Fuse fuse) {
     GraphIndex idx(g);
     std::vector<bool> removed(g.nodes.size(), false);
     bool changed = false;
@@ -102,22 +79,11 @@ bool fuse_matmul_bias(IrGraph &g) {
             const std::string &mid = add.inputs[static_cast<size_t>(side)];
             const std::string &bias = add.inputs[static_cast<size_t>(1 - side)];
             size_t mm_index = 0;
-            const Node *found = g.is_constant(bias) ? sole_matmul(g, idx, removed, mid, mm_index) : nullptr;
-            if (!found) continue;
-            const Node &mm = *found;
-            Shape a, b, c;
-            int32_t ta = 0, tb = 0, tc = 0;
-            if (!static_shape_of(g, mm.inputs[0], a, ta) || g.is_constant(mm.inputs[0]) || !g.is_constant(mm.inputs[1]) ||
-                !static_shape_of(g, mm.inputs[1], b, tb) || !static_shape_of(g, bias, c, tc))
-                continue;
-            if (a.size() < 3 || b.size() != 2 || a.back() != b[0] || !float_type(ta) || !float_type(tb) ||
-                !float_type(tc) || ta != tc || (ta != tb && !(ta == kOnnxFloat && tb == kOnnxFloat16)) ||
-                !column_bias(c, b[1], a.size()))
-                continue;
+            const Node *mm = g.is_constant(bias) ? sole_matmul(g, idx, removed, mid, mm_index) : nullptr;
+            LinearParts parts;
             Node fused;
-            fused.name = mm.name;
-            fused.op_type = "MatMul";
-            fused.inputs = {mm.inputs[0], mm.inputs[1], bias};
+            if (!mm || !linear_parts(g, *mm, bias, parts) || !fuse(*mm, add, parts, fused)) continue;
+            fused.inputs = {mm->inputs[0], mm->inputs[1], bias};
             fused.outputs = add.outputs;
             add = std::move(fused);
             removed[mm_index] = true;
@@ -128,6 +94,31 @@ bool fuse_matmul_bias(IrGraph &g) {
     if (!changed) return false;
     drop_nodes(g, removed);
     return true;
+}
+
+} // namespace
+
+bool matmul_add_to_gemm(IrGraph &g) {
+    return fuse_bias_adds(g, [](const Node &, const Node &add, const LinearParts &p, Node &gemm) {
+        if (p.a.size() != 2 || p.b.size() != 2 || p.a[1] != p.b[0] || !float_type(p.ta) || !float_type(p.tb) ||
+            !float_type(p.tc) || p.ta != p.tb || p.ta != p.tc || !bias_fits(p.c, p.a[0], p.b[1]))
+            return false;
+        gemm.name = add.name;
+        gemm.op_type = "Gemm";
+        return true;
+    });
+}
+
+bool fuse_matmul_bias(IrGraph &g) {
+    return fuse_bias_adds(g, [](const Node &mm, const Node &, const LinearParts &p, Node &fused) {
+        if (p.a.size() < 3 || p.b.size() != 2 || p.a.back() != p.b[0] || !float_type(p.ta) || !float_type(p.tb) ||
+            !float_type(p.tc) || p.ta != p.tc || (p.ta != p.tb && !(p.ta == kOnnxFloat && p.tb == kOnnxFloat16)) ||
+            !column_bias(p.c, p.b[1], p.a.size()))
+            return false;
+        fused.name = mm.name;
+        fused.op_type = "MatMul";
+        return true;
+    });
 }
 
 } // namespace onnxstream::importer
